@@ -1,0 +1,19 @@
+"""ASGI entry point: HTTP through Django, websockets through Channels routing."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bearpit.settings")
+
+django_asgi = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (needs Django set up)
+
+from bearpit.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {"http": django_asgi, "websocket": URLRouter(websocket_urlpatterns)}
+)

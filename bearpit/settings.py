@@ -1,0 +1,186 @@
+"""Django settings, read from ``BEARPIT_*`` environment variables.
+
+Two shapes share this file:
+
+* the **embedded default**: SQLite under ``BEARPIT_HOME``, no Redis, Celery tasks
+  run in-process, an in-memory channel layer;
+* **production**: ``BEARPIT_DATABASE_URL`` (PostgreSQL) and ``BEARPIT_REDIS_URL``
+  (Celery broker and the Channels layer).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from bearpit import env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+try:
+    BEARPIT_HOME = env.env_path("BEARPIT_HOME", Path.home() / ".bearpit")
+    DEBUG = env.env_bool("BEARPIT_DEBUG", False)
+    _database_url = env.env_str("BEARPIT_DATABASE_URL")
+    REDIS_URL = env.env_str("BEARPIT_REDIS_URL")
+    ALLOWED_HOSTS = env.env_list("BEARPIT_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+    _secret_key = env.env_str("BEARPIT_SECRET_KEY")
+    BEARPIT_SCENARIOS_DIR = env.env_path("BEARPIT_SCENARIOS_DIR", BEARPIT_HOME / "scenarios")
+    BEARPIT_EXAMPLES_DIR = env.env_path("BEARPIT_EXAMPLES_DIR", BASE_DIR / "examples")
+    BEARPIT_MATRIX_SERVER_NAME = env.env_str("BEARPIT_MATRIX_SERVER_NAME", "bearpit.local") or ""
+    BEARPIT_API_TOKEN = env.env_str("BEARPIT_API_TOKEN")
+    BEARPIT_KEYSTORE_KEY = env.env_str("BEARPIT_KEYSTORE_KEY")
+    BEARPIT_PROVIDER = env.env_str("BEARPIT_PROVIDER")
+    BEARPIT_SANDBOX = env.env_choice("BEARPIT_SANDBOX", "bwrap", ("bwrap", "docker", "process"))
+    BEARPIT_MAX_ACTIVE_REALMS = env.env_int("BEARPIT_MAX_ACTIVE_REALMS", 6, minimum=1)
+    BEARPIT_OPERATOR_USER = env.env_str("BEARPIT_OPERATOR_USER", "operator") or "operator"
+    BEARPIT_TICK_SECONDS = env.env_float("BEARPIT_TICK_SECONDS", 2.0, minimum=0.05)
+    DATABASE = (
+        env.parse_database_url("BEARPIT_DATABASE_URL", _database_url) if _database_url else None
+    )
+except env.SettingError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+
+EMBEDDED = DATABASE is None
+
+
+def _home_secret(path: Path) -> str:
+    """A secret generated once and kept, mode 0600, under BEARPIT_HOME."""
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(48)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(value, encoding="utf-8")
+    tmp.chmod(0o600)
+    tmp.replace(path)
+    return value
+
+
+SECRET_KEY = _secret_key or _home_secret(BEARPIT_HOME / "secret-key")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "channels",
+    "chronicle",
+    "realms",
+    "realms.herald",
+    "realms.forge",
+    "realms.realmtools",
+    "realms.warden",
+    "ledger",
+    "scribe",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "bearpit.urls"
+WSGI_APPLICATION = "bearpit.wsgi.application"
+ASGI_APPLICATION = "bearpit.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+if DATABASE is None:
+    BEARPIT_HOME.mkdir(parents=True, exist_ok=True)
+    DATABASES: dict[str, dict[str, object]] = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": BEARPIT_HOME / "bearpit.sqlite3",
+            # WAL lets the gateway, the bus mirror and the Warden write while readers read;
+            # IMMEDIATE transactions take the write lock up front so concurrent writers
+            # queue instead of failing on a lock upgrade.
+            "OPTIONS": {
+                "timeout": 30,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+else:
+    DATABASES = {"default": DATABASE.django()}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BEARPIT_HOME / "static"
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+}
+SPECTACULAR_SETTINGS = {"TITLE": "Bearpit API", "VERSION": "0.1.0"}
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# Celery: with a broker the tasks go to workers; without one (embedded default) they
+# run in the calling process through the same code path.
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ALWAYS_EAGER = REDIS_URL is None
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "bearpit": {"level": "INFO"},
+        "realms": {"level": "INFO"},
+        "ledger": {"level": "INFO"},
+        "chronicle": {"level": "INFO"},
+    },
+}
+
+if not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("BEARPIT_ALLOWED_HOSTS: expected at least one host name; got none")

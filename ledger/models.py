@@ -1,0 +1,1 @@
+"""Ledger models: credentials, provider profiles, virtual keys, spend."""

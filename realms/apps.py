@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RealmsConfig(AppConfig):
+    name = "realms"
+    verbose_name = "Realms"

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class HeraldConfig(AppConfig):
+    name = "realms.herald"
+    label = "herald"
+    verbose_name = "Herald"

@@ -1,0 +1,1 @@
+"""Scribe keeps no tables yet."""

@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+COMPAT = REPO.parent / "shared" / "compat" / "bearpit-examples"
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO

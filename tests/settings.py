@@ -1,0 +1,29 @@
+"""Settings for the test run: the embedded default in a throw-away BEARPIT_HOME,
+plus a ``postgres`` alias for the production-shaped tests.
+
+The environment is set before ``bearpit.settings`` is read, and subprocesses the
+tests start (commands, servers) inherit it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+os.environ.setdefault("BEARPIT_HOME", tempfile.mkdtemp(prefix="bearpit-test-home-"))
+os.environ.setdefault("BEARPIT_SECRET_KEY", "test-secret-key-not-for-production-use-0123456789")
+
+from bearpit import env as _env
+from bearpit.settings import *  # noqa: F403
+
+POSTGRES_URL = os.environ.get(
+    "BEARPIT_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/bearpit"
+)
+DATABASES["postgres"] = {  # noqa: F405
+    **_env.parse_database_url("BEARPIT_TEST_POSTGRES_URL", POSTGRES_URL).django(),
+    "TEST": {"NAME": "test_bearpit"},
+}
+# A file, not ":memory:", so servers the tests start in threads or subprocesses
+# (gateway, application-service endpoint, realmtools) see the same test database.
+DATABASES["default"]["TEST"] = {"NAME": str(BEARPIT_HOME / "test-db.sqlite3")}  # noqa: F405
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
