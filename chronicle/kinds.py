@@ -1,0 +1,46 @@
+"""The Chronicle's event kinds and lifecycle values (string values are the format)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    LIFECYCLE = "lifecycle"
+    SPEND = "spend"
+    SCORE = "score"
+    FILE = "file"
+    VIOLATION = "violation"
+    VERDICT = "verdict"
+    TALLY = "tally"
+    SYSTEM = "system"
+    TURN = "turn"
+    PRIVATE = "private"
+    NOTE = "note"
+    EXEC = "exec"
+    EXEC_RESULT = "exec_result"
+    OUTPUT = "output"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    TOOL_MANIFEST = "tool_manifest"
+    ELIMINATION = "elimination"
+    SEALED_SUBMIT = "sealed_submit"
+    REVEAL = "reveal"
+    MACHINE = "machine"
+    GAME = "game"
+    TRACE = "trace"
+
+
+class Lifecycle(StrEnum):
+    PROVISIONING = "provisioning"
+    RUNNING = "running"
+    CONCLUDING = "concluding"
+    ARCHIVED = "archived"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    TEARDOWN_ERROR = "teardown_error"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    AGENT_KILLED = "agent_killed"
+
+
+TERMINAL_LIFECYCLE = frozenset({Lifecycle.ARCHIVED, Lifecycle.FAILED, Lifecycle.INTERRUPTED})
