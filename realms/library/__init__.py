@@ -1,0 +1,1 @@
+"""The scenario library: packages kept file for file in the database."""

@@ -1,0 +1,165 @@
+"""Importing, exporting and resolving scenarios in the library.
+
+A user's copy of a scenario shadows the bundled example of the same name: both are
+kept, and :func:`resolve` prefers the user's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from realms.library import files as trees
+from realms.models import Scenario, ScenarioFile
+from realms.packages import load_package
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
+
+
+class LibraryError(Exception):
+    """A library operation was refused; nothing was changed."""
+
+
+def tree_sha256(files: Mapping[str, bytes]) -> str:
+    """One digest over paths and contents, independent of the order files were read."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode())
+        digest.update(b"\0")
+        digest.update(hashlib.sha256(files[name]).digest())
+    return digest.hexdigest()
+
+
+def validate_tree(files: Mapping[str, bytes]) -> tuple[dict[str, Any], str]:
+    """Load the tree as the loader would from disk; return the result and the title."""
+    with tempfile.TemporaryDirectory(prefix="bearpit-validate-") as tmp:
+        root = trees.write_folder(files, Path(tmp) / "package")
+        result = load_package(root)
+    title = result.project.metadata.name if result.project is not None else ""
+    validation = {
+        "ok": result.ok,
+        "errors": [str(error) for error in result.errors],
+        "warnings": [str(warning) for warning in result.warnings],
+    }
+    return validation, title
+
+
+def _check_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise LibraryError(
+            f"scenario name {name!r}: expected letters, digits, '.', '_' or '-' "
+            "(at most 120, starting with a letter or digit)"
+        )
+    return name
+
+
+@transaction.atomic
+def store_tree(
+    name: str,
+    files: Mapping[str, bytes],
+    *,
+    source: str = Scenario.Source.USER,
+    origin: str = "",
+) -> Scenario:
+    """Create or replace the scenario ``(name, source)`` with exactly these files."""
+    _check_name(name)
+    validation, title = validate_tree(files)
+    scenario, _ = Scenario.objects.select_for_update().get_or_create(name=name, source=source)
+    scenario.title = title
+    scenario.origin = origin
+    scenario.content_sha256 = tree_sha256(files)
+    scenario.valid = bool(validation["ok"])
+    scenario.validation = validation
+    scenario.validated_at = timezone.now()
+    scenario.save()
+    scenario.files.all().delete()
+    ScenarioFile.objects.bulk_create(
+        ScenarioFile(scenario=scenario, path=path, content=content)
+        for path, content in sorted(files.items())
+    )
+    return scenario
+
+
+def import_folder(path: Path, *, name: str | None = None) -> Scenario:
+    try:
+        files = trees.read_folder(path)
+    except trees.PackageTreeError as exc:
+        raise LibraryError(str(exc)) from exc
+    return store_tree(name or path.resolve().name, files, origin=str(path))
+
+
+def import_zip(data: bytes, *, name: str, origin: str = "") -> Scenario:
+    try:
+        files = trees.read_zip(data, where=origin or f"{name}.zip")
+    except trees.PackageTreeError as exc:
+        raise LibraryError(str(exc)) from exc
+    return store_tree(name, files, origin=origin)
+
+
+def scenario_files(scenario: Scenario) -> dict[str, bytes]:
+    return {f.path: bytes(f.content) for f in scenario.files.all()}
+
+
+def export_folder(scenario: Scenario, dest: Path) -> Path:
+    try:
+        return trees.write_folder(scenario_files(scenario), dest)
+    except trees.PackageTreeError as exc:
+        raise LibraryError(str(exc)) from exc
+
+
+def export_zip(scenario: Scenario) -> bytes:
+    return trees.build_zip(scenario_files(scenario), top=scenario.name)
+
+
+def sync_examples(examples_dir: Path | None = None) -> list[Scenario]:
+    """Keep every example folder available in the library, refreshed when it changed."""
+    root = examples_dir or Path(settings.BEARPIT_EXAMPLES_DIR)
+    synced: list[Scenario] = []
+    if not root.is_dir():
+        return synced
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        try:
+            files = trees.read_folder(folder)
+        except trees.PackageTreeError:
+            continue  # not a package; pit_validate on it explains why
+        current = Scenario.objects.filter(name=folder.name, source=Scenario.Source.EXAMPLE).first()
+        if current is not None and current.content_sha256 == tree_sha256(files):
+            synced.append(current)
+            continue
+        synced.append(
+            store_tree(folder.name, files, source=Scenario.Source.EXAMPLE, origin=str(folder))
+        )
+    return synced
+
+
+def resolve(name: str) -> Scenario:
+    """The scenario a name means: the user's copy if there is one, else the example."""
+    candidates = {s.source: s for s in Scenario.objects.filter(name=name)}
+    scenario = candidates.get(Scenario.Source.USER) or candidates.get(Scenario.Source.EXAMPLE)
+    if scenario is None:
+        raise LibraryError(f"no scenario named {name!r} in the library")
+    return scenario
+
+
+def list_scenarios() -> list[Scenario]:
+    """One entry per name, user copies shadowing examples."""
+    chosen: dict[str, Scenario] = {}
+    for scenario in Scenario.objects.order_by("name", "source"):
+        if scenario.name not in chosen or scenario.source == Scenario.Source.USER:
+            chosen[scenario.name] = scenario
+    return [chosen[name] for name in sorted(chosen)]
+
+
+@transaction.atomic
+def delete_user_copy(name: str) -> None:
+    deleted, _ = Scenario.objects.filter(name=name, source=Scenario.Source.USER).delete()
+    if not deleted:
+        raise LibraryError(f"no user copy of {name!r} to delete (examples cannot be deleted)")
