@@ -33,9 +33,46 @@ try:
     BEARPIT_KEYSTORE_KEY = env.env_str("BEARPIT_KEYSTORE_KEY")
     BEARPIT_PROVIDER = env.env_str("BEARPIT_PROVIDER")
     BEARPIT_SANDBOX = env.env_choice("BEARPIT_SANDBOX", "bwrap", ("bwrap", "docker", "process"))
+    # Forge: per-agent sandbox caps and the host uid range agents run as.
+    BEARPIT_SANDBOX_MEMORY_MB = env.env_int("BEARPIT_SANDBOX_MEMORY_MB", 4096, minimum=64)
+    BEARPIT_SANDBOX_PIDS = env.env_int("BEARPIT_SANDBOX_PIDS", 512, minimum=16)
+    BEARPIT_SANDBOX_CPUS = env.env_float("BEARPIT_SANDBOX_CPUS", 2.0, minimum=0.05)
+    BEARPIT_SANDBOX_DISK_MB = env.env_int("BEARPIT_SANDBOX_DISK_MB", 1024, minimum=8)
+    BEARPIT_SANDBOX_SHARED_DISK_MB = env.env_int(
+        "BEARPIT_SANDBOX_SHARED_DISK_MB", 1024, minimum=8
+    )
+    BEARPIT_SANDBOX_UID_BASE = env.env_int(
+        "BEARPIT_SANDBOX_UID_BASE", 200000, minimum=1000, maximum=2**31 - 1_000_000
+    )
+    BEARPIT_SANDBOX_UID_COUNT = env.env_int(
+        "BEARPIT_SANDBOX_UID_COUNT", 10000, minimum=1, maximum=1_000_000
+    )
+    BEARPIT_SANDBOX_EXEC_TIMEOUT = env.env_float("BEARPIT_SANDBOX_EXEC_TIMEOUT", 90.0, minimum=1)
+    BEARPIT_DOCKER_URL = env.env_str("BEARPIT_DOCKER_URL")
+    BEARPIT_DOCKER_IMAGE = (
+        env.env_str("BEARPIT_DOCKER_IMAGE", "bearpit-agent:latest") or "bearpit-agent:latest"
+    )
     BEARPIT_MAX_ACTIVE_REALMS = env.env_int("BEARPIT_MAX_ACTIVE_REALMS", 6, minimum=1)
     BEARPIT_OPERATOR_USER = env.env_str("BEARPIT_OPERATOR_USER", "operator") or "operator"
     BEARPIT_TICK_SECONDS = env.env_float("BEARPIT_TICK_SECONDS", 2.0, minimum=0.05)
+    # Ledger gateway: TCP port (the Unix socket is always BEARPIT_HOME/run/gateway.sock),
+    # upstream timeout, the max_tokens reserved for when a call names none, DB threads.
+    BEARPIT_GATEWAY_PORT = env.env_int("BEARPIT_GATEWAY_PORT", 8790, minimum=0)
+    BEARPIT_GATEWAY_UPSTREAM_TIMEOUT = env.env_float(
+        "BEARPIT_GATEWAY_UPSTREAM_TIMEOUT", 600.0, minimum=0.1
+    )
+    BEARPIT_GATEWAY_DEFAULT_MAX_TOKENS = env.env_int(
+        "BEARPIT_GATEWAY_DEFAULT_MAX_TOKENS", 4096, minimum=1
+    )
+    BEARPIT_GATEWAY_DB_THREADS = env.env_int("BEARPIT_GATEWAY_DB_THREADS", 8, minimum=1)
+    # Signs realmtools tokens and derives the escrow sealing key; derived from
+    # SECRET_KEY when unset. Rotating it invalidates live tokens and sealed payloads.
+    BEARPIT_REALMTOOLS_SECRET = env.env_str("BEARPIT_REALMTOOLS_SECRET")
+    if BEARPIT_REALMTOOLS_SECRET is not None and len(BEARPIT_REALMTOOLS_SECRET) < 32:
+        raise env.SettingError(
+            "BEARPIT_REALMTOOLS_SECRET: expected at least 32 characters; "
+            f"got {len(BEARPIT_REALMTOOLS_SECRET)}"
+        )
     DATABASE = (
         env.parse_database_url("BEARPIT_DATABASE_URL", _database_url) if _database_url else None
     )
@@ -43,6 +80,30 @@ except env.SettingError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
 
 EMBEDDED = DATABASE is None
+
+# Herald (the Matrix bus). Without BEARPIT_MATRIX_URL the platform runs its own Synapse
+# under BEARPIT_HOME/homeserver; with it, BEARPIT_MATRIX_REGISTRATION names the
+# application-service registration the external homeserver loaded.
+try:
+    BEARPIT_MATRIX_URL = env.env_str("BEARPIT_MATRIX_URL")
+    BEARPIT_MATRIX_REGISTRATION = env.env_path(
+        "BEARPIT_MATRIX_REGISTRATION", BEARPIT_HOME / "homeserver" / "registration.yaml"
+    )
+    # 0 = a free port chosen at each start; clients use the Unix socket anyway.
+    BEARPIT_MATRIX_PORT = env.env_int("BEARPIT_MATRIX_PORT", 0, minimum=0, maximum=65535)
+    # Where the homeserver pushes application-service transactions (our ASGI app).
+    BEARPIT_PLATFORM_PORT = env.env_int("BEARPIT_PLATFORM_PORT", 8765, minimum=1, maximum=65535)
+except env.SettingError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+
+# The Warden and the realm lifecycle: the grace between REALM_ENDING and teardown, how
+# long a worker's claim on a realm's tick lasts, and how long a live count line waits.
+try:
+    BEARPIT_CONCLUDE_GRACE_S = env.env_float("BEARPIT_CONCLUDE_GRACE_S", 10.0, minimum=0)
+    BEARPIT_TICK_CLAIM_S = env.env_float("BEARPIT_TICK_CLAIM_S", 30.0, minimum=1)
+    BEARPIT_PROGRESS_EVERY_S = env.env_float("BEARPIT_PROGRESS_EVERY_S", 5.0, minimum=0.5)
+except env.SettingError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
 
 
 def _home_secret(path: Path) -> str:

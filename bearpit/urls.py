@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
-from django.urls import path
+from django.urls import include, path
 
 
 def health(request: HttpRequest) -> JsonResponse:
@@ -12,4 +12,7 @@ def health(request: HttpRequest) -> JsonResponse:
 urlpatterns = [
     path("health", health, name="health"),
     path("admin/", admin.site.urls),
+    path("_matrix/app/v1/", include("realms.herald.urls")),
+    path("api/", include("realms.api.urls")),
+    path("api/", include("ledger.urls")),
 ]

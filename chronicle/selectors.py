@@ -1,0 +1,252 @@
+"""Reading the Chronicle: what a realm's events and messages say about it.
+
+Every function here is a read; nothing writes. Figures (scores, spend, state) are
+derived from the append-only rows so they can always be recomputed from history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Max, QuerySet
+
+from chronicle.kinds import Kind, Lifecycle
+from chronicle.models import Event, Message
+from realms.models import Realm
+
+# Lifecycle values that describe the realm as a whole; the others (budget_exhausted,
+# agent_killed, teardown_error) are about one agent or one step and never a realm state.
+REALM_STATES = frozenset(
+    {
+        Lifecycle.PROVISIONING,
+        Lifecycle.RUNNING,
+        Lifecycle.CONCLUDING,
+        Lifecycle.ARCHIVED,
+        Lifecycle.FAILED,
+        Lifecycle.INTERRUPTED,
+    }
+)
+
+COMMONS_LABEL = "commons"
+
+
+def events(realm_id: str, kind: Kind | str | None = None) -> QuerySet[Event]:
+    """A realm's events in chronicle order, optionally of one kind."""
+    qs = Event.objects.filter(realm_id=realm_id)
+    if kind is not None:
+        qs = qs.filter(kind=str(kind))
+    return qs.order_by("ts_ms", "id")
+
+
+def messages(realm_id: str) -> QuerySet[Message]:
+    """A realm's messages in chronicle order."""
+    return Message.objects.filter(realm_id=realm_id).order_by("ts_ms", "id")
+
+
+def payloads(realm_id: str, kind: Kind | str) -> list[dict[str, Any]]:
+    return [_as_dict(p) for p in events(realm_id, kind).values_list("payload", flat=True)]
+
+
+def lifecycle_events(realm_id: str, value: Lifecycle | str) -> list[Event]:
+    """The LIFECYCLE events whose ``event`` is ``value``, oldest first."""
+    return list(events(realm_id, Kind.LIFECYCLE).filter(payload__event=str(value)))
+
+
+def last_lifecycle(realm_id: str) -> Event | None:
+    """The latest lifecycle event that names a realm state."""
+    for event in events(realm_id, Kind.LIFECYCLE).order_by("-ts_ms", "-id").iterator():
+        if _as_dict(event.payload).get("event") in REALM_STATES:
+            return event
+    return None
+
+
+def lifecycle_state(realm_id: str) -> str | None:
+    """The realm's chronicled state: the ``event`` of its latest realm-level lifecycle event."""
+    event = last_lifecycle(realm_id)
+    return None if event is None else str(event.payload["event"])
+
+
+def running_payload(realm_id: str) -> dict[str, Any] | None:
+    """The payload of the latest ``running`` lifecycle event (rooms, run_config, project)."""
+    found = lifecycle_events(realm_id, Lifecycle.RUNNING)
+    return _as_dict(found[-1].payload) if found else None
+
+
+def run_config(realm_id: str) -> dict[str, Any]:
+    """The realm's ``run_config`` as chronicled on its ``running`` event, else ``{}``."""
+    running = running_payload(realm_id) or {}
+    return _as_dict(running.get("config"))
+
+
+def conclusion(realm_id: str) -> dict[str, Any] | None:
+    """``{reason, detail}`` of the latest ``concluding`` event, if the realm concluded."""
+    found = lifecycle_events(realm_id, Lifecycle.CONCLUDING)
+    return _as_dict(found[-1].payload) if found else None
+
+
+def scoreboard(realm_id: str) -> dict[str, float]:
+    """Summed SCORE deltas per agent (rounded to 1e-6), highest first."""
+    totals: dict[str, float] = {}
+    for p in payloads(realm_id, Kind.SCORE):
+        agent = p.get("agent")
+        if not isinstance(agent, str):
+            continue
+        totals[agent] = totals.get(agent, 0.0) + _number(p.get("delta"))
+    rounded = {agent: round(total, 6) + 0.0 for agent, total in totals.items()}
+    return dict(sorted(rounded.items(), key=lambda item: (-item[1], item[0])))
+
+
+def violations(realm_id: str) -> list[dict[str, Any]]:
+    """VIOLATION payloads ``{agent, reason, issued_by}`` in chronicle order."""
+    return [p for p in payloads(realm_id, Kind.VIOLATION) if isinstance(p.get("agent"), str)]
+
+
+def verdict(realm_id: str) -> dict[str, Any] | None:
+    """The latest VERDICT payload (tallies are their own kind and never count)."""
+    found = payloads(realm_id, Kind.VERDICT)
+    return found[-1] if found else None
+
+
+@dataclass(frozen=True)
+class AgentSpendTotal:
+    usd: float
+    tokens_in: int
+    tokens_out: int
+
+
+def spend_by_agent(realm_id: str) -> dict[str, AgentSpendTotal]:
+    """Model spend per agent from SPEND events (deltas summed), sorted by agent id."""
+    usd: dict[str, float] = {}
+    tokens_in: dict[str, int] = {}
+    tokens_out: dict[str, int] = {}
+    for p in payloads(realm_id, Kind.SPEND):
+        agent = p.get("agent")
+        if not isinstance(agent, str):
+            continue
+        usd[agent] = usd.get(agent, 0.0) + _number(p.get("usd"))
+        tokens_in[agent] = tokens_in.get(agent, 0) + int(_number(p.get("tokens_in")))
+        tokens_out[agent] = tokens_out.get(agent, 0) + int(_number(p.get("tokens_out")))
+    return {
+        agent: AgentSpendTotal(usd[agent], tokens_in[agent], tokens_out[agent])
+        for agent in sorted(usd)
+    }
+
+
+def last_spend_ms(realm_id: str) -> int | None:
+    """When spend last grew (SPEND events are written on growth only)."""
+    value = events(realm_id, Kind.SPEND).aggregate(last=Max("ts_ms"))["last"]
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    calls: int
+    usd: float
+
+
+def tool_use(realm_id: str) -> dict[str, ToolUse]:
+    """Granted-tool calls and their cost per agent, from TOOL_RESULT events."""
+    calls: dict[str, int] = {}
+    usd: dict[str, float] = {}
+    for p in payloads(realm_id, Kind.TOOL_RESULT):
+        agent = p.get("agent")
+        if not isinstance(agent, str):
+            continue
+        calls[agent] = calls.get(agent, 0) + 1
+        usd[agent] = usd.get(agent, 0.0) + _number(p.get("cost_usd"))
+    return {agent: ToolUse(calls[agent], usd[agent]) for agent in sorted(calls)}
+
+
+def message_count(realm_id: str, *, agents_only: bool = False) -> int:
+    qs = Message.objects.filter(realm_id=realm_id)
+    if agents_only:
+        qs = qs.exclude(sender_agent="")
+    return qs.count()
+
+
+def message_counts_by_agent(realm_id: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for agent in messages(realm_id).exclude(sender_agent="").values_list("sender_agent", flat=True):
+        counts[agent] = counts.get(agent, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def event_count(realm_id: str) -> int:
+    return Event.objects.filter(realm_id=realm_id).count()
+
+
+def chronicled_realm_ids() -> list[str]:
+    """Realm ids with any chronicled event, most recently active first."""
+    rows = (
+        Event.objects.values("realm_id")
+        .annotate(last=Max("ts_ms"))
+        .order_by("-last", "realm_id")
+        .values_list("realm_id", flat=True)
+    )
+    return list(rows)
+
+
+def commons_room(realm_id: str) -> str | None:
+    running = running_payload(realm_id) or {}
+    room = running.get("commons_room")
+    return room if isinstance(room, str) and room else None
+
+
+def channel_labels(realm_id: str) -> dict[str, str]:
+    """Room id → label: ``commons`` for the Commons, ``a · b`` for DM rooms.
+
+    Labels come from the ``running`` event (``commons_room`` and ``side_channels``);
+    a channel that is not named there keeps its room id.
+    """
+    running = running_payload(realm_id) or {}
+    labels: dict[str, str] = {}
+    for room, label in _as_dict(running.get("side_channels")).items():
+        if isinstance(label, str):
+            labels[str(room)] = label
+    commons = running.get("commons_room")
+    if isinstance(commons, str) and commons:
+        labels[commons] = COMMONS_LABEL
+    return labels
+
+
+def is_commons(channel: str, labels: dict[str, str]) -> bool:
+    return channel == COMMONS_LABEL or labels.get(channel) == COMMONS_LABEL
+
+
+def stopped_agents(realm_id: str) -> set[str]:
+    """Agents whose sandbox the platform stopped (elimination or budget kill)."""
+    stopped: set[str] = set()
+    for p in payloads(realm_id, Kind.SYSTEM):
+        if p.get("event") == "agent_stopped" and isinstance(p.get("agent"), str):
+            stopped.add(p["agent"])
+    for event in lifecycle_events(realm_id, Lifecycle.AGENT_KILLED):
+        agent = _as_dict(event.payload).get("agent")
+        if isinstance(agent, str):
+            stopped.add(agent)
+    return stopped
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        return 0.0
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return 0.0
+    return 0.0
+
+
+def realm_known(realm_id: str) -> bool:
+    """Whether the realm has a row or any chronicled event."""
+    return (
+        Realm.objects.filter(realm_id=realm_id).exists()
+        or Event.objects.filter(realm_id=realm_id).exists()
+    )

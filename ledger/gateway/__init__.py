@@ -1,0 +1,1 @@
+"""The model gateway: an OpenAI-compatible endpoint that authenticates, caps and meters."""

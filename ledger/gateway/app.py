@@ -1,0 +1,302 @@
+"""The gateway's ASGI app: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+
+Served outside Django's request stack (this is every agent's hot path). Each call is:
+authenticate (memory, else one lookup) → reserve the worst case (one UPDATE) → forward →
+settle the real cost (one transaction). Database work runs on a small thread pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+import anyio
+import httpx
+from django.conf import settings
+from django.db import connections
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ledger.gateway import litellm_backend, passthrough, scripted_backend
+from ledger.gateway.auth import KeyCache, KeyInfo
+from ledger.gateway.call import SSE_DONE, Call, Usage
+from ledger.gateway.errors import (
+    GatewayError,
+    bad_request,
+    budget_exceeded,
+    concluded,
+    unauthorized,
+)
+from ledger.pricing import cost_nusd
+from ledger.services import spend
+from ledger.tokens import count_messages, estimate_prompt_tokens
+
+log = logging.getLogger("ledger.gateway")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_REFUSALS: dict[spend.Refusal, Callable[[], GatewayError]] = {
+    spend.Refusal.UNKNOWN_KEY: lambda: unauthorized("unknown API key"),
+    spend.Refusal.REVOKED: lambda: unauthorized("this API key was revoked"),
+    spend.Refusal.CONCLUDED: lambda: concluded("the realm of this key has concluded"),
+    spend.Refusal.EXHAUSTED: lambda: budget_exceeded(
+        "budget exhausted: this call could cost more than what is left of the cap",
+        retryable=False,
+    ),
+    spend.Refusal.BUSY: lambda: budget_exceeded(
+        "the rest of the budget is held by calls in flight; retry when they finish",
+        retryable=True,
+    ),
+}
+
+
+class Gateway:
+    """State shared by all requests of one gateway process."""
+
+    def __init__(self, *, upstream_timeout: float | None = None, db_threads: int | None = None):
+        self.timeout = upstream_timeout or float(settings.BEARPIT_GATEWAY_UPSTREAM_TIMEOUT)
+        self.default_max_tokens = int(settings.BEARPIT_GATEWAY_DEFAULT_MAX_TOKENS)
+        self.threads = db_threads or int(settings.BEARPIT_GATEWAY_DB_THREADS)
+        self.keys = KeyCache()
+        self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ledger-db")
+        self.client = httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+            timeout=self.timeout,
+        )
+
+    async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.pool, lambda: fn(*args, **kwargs))
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+        # Close each worker thread's database connection in that thread.
+        barrier = threading.Barrier(self.threads)
+
+        def close() -> None:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait(timeout=5)
+            connections.close_all()
+
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(self.pool, close) for _ in range(self.threads)))
+        self.pool.shutdown(wait=True)
+
+    async def authenticate(self, request: Request) -> KeyInfo:
+        header = request.headers.get("authorization", "")
+        scheme, _, secret = header.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise unauthorized("missing bearer API key")
+        key_hash, info, hit = self.keys.cached(secret.strip())
+        if not hit:
+            info = await self.db(self.keys.load, key_hash)
+        if info is None:
+            raise unauthorized("unknown API key")
+        if info.revoked == "concluded":
+            raise concluded("the realm of this key has concluded")
+        if info.revoked:
+            raise unauthorized("this API key was revoked")
+        return info
+
+    def parse(self, key: KeyInfo, raw: bytes) -> Call:
+        try:
+            payload = json.loads(raw)
+        except ValueError as exc:
+            raise bad_request(f"request body is not JSON: {exc}") from exc
+        if not isinstance(payload, dict):
+            raise bad_request("request body must be a JSON object")
+        messages = payload.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise bad_request("messages: must be a non-empty list", code="invalid_messages")
+        if not all(isinstance(m, dict) and "role" in m for m in messages):
+            raise bad_request("messages: every message needs a role", code="invalid_messages")
+        given = payload.get("max_completion_tokens", payload.get("max_tokens"))
+        if given is not None and (not isinstance(given, int) or given < 1):
+            raise bad_request("max_tokens: must be a positive whole number")
+        options = payload.get("stream_options") or {}
+        return Call(
+            key=key,
+            payload=payload,
+            messages=messages,
+            max_tokens=given or self.default_max_tokens,
+            max_tokens_given=given is not None,
+            stream=bool(payload.get("stream")),
+            include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
+            prompt_tokens=0,
+            timeout=self.timeout,
+        )
+
+    def _reserve(self, call: Call) -> tuple[int, int]:
+        """Count the prompt and reserve the worst case (runs in a worker thread)."""
+        estimate = estimate_prompt_tokens(call.messages, call.payload.get("tools"))
+        key = call.key
+        amount = cost_nusd(estimate, call.max_tokens, key.input_price, key.output_price)
+        refusal = spend.reserve(key.id, key.realm_id, amount)
+        if refusal is not None:
+            raise _REFUSALS[refusal]()
+        return amount, estimate
+
+    async def settle(self, call: Call, usage: Usage, reserved: int, started: float) -> None:
+        """Meter the call once, whatever path ends it."""
+        if usage.settled:
+            return
+        usage.settled = True
+        key = call.key
+        if usage.tokens_in is None or usage.tokens_out is None:
+            if usage.outcome == "upstream_error" and usage.output_chunks == 0:
+                tokens_in, tokens_out = 0, 0
+            else:
+                # No usage from the provider (it was cut short): bill the prompt as counted
+                # and one token per content chunk relayed.
+                tokens_in = (
+                    usage.tokens_in
+                    if usage.tokens_in is not None
+                    else count_messages(call.messages, call.payload.get("tools"))
+                )
+                tokens_out = (
+                    usage.tokens_out if usage.tokens_out is not None else usage.output_chunks
+                )
+        else:
+            tokens_in, tokens_out = usage.tokens_in, usage.tokens_out
+        cost = cost_nusd(tokens_in, tokens_out, key.input_price, key.output_price)
+        if cost > reserved:
+            log.warning(
+                "call by %s/%s cost %d n$, more than the %d n$ reserved",
+                key.realm_id,
+                key.agent_id,
+                cost,
+                reserved,
+            )
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.db(
+                    spend.settle,
+                    key_id=key.id,
+                    reserved_nusd=reserved,
+                    cost_nusd=cost,
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
+                    latency_ms=int((time.monotonic() - started) * 1000),
+                    outcome=usage.outcome,
+                    model=key.model,
+                    streamed=call.stream,
+                    script_cursor=usage.cursor,
+                )
+            except Exception:
+                # The reservation stays held: a cap errs on the safe side.
+                log.exception("settling a call of %s/%s failed", key.realm_id, key.agent_id)
+
+    async def chat_completions(self, request: Request) -> Response:
+        started = time.monotonic()
+        try:
+            key = await self.authenticate(request)
+            call = self.parse(key, await request.body())
+            reserved, call.prompt_tokens = await self.db(self._reserve, call)
+        except GatewayError as exc:
+            return exc.response()
+        usage = Usage()
+        try:
+            if call.stream:
+                stream = await self._open_stream(call, usage)
+                return StreamingResponse(
+                    self._metered(stream, call, usage, reserved, started),
+                    media_type="text/event-stream",
+                    headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+                )
+            body = await self._complete(call, usage)
+        except GatewayError as exc:
+            usage.outcome = "upstream_error"
+            await self.settle(call, usage, reserved, started)
+            return exc.response()
+        except BaseException:
+            usage.outcome = "upstream_error"
+            await self.settle(call, usage, reserved, started)
+            raise
+        await self.settle(call, usage, reserved, started)
+        return Response(body, media_type="application/json")
+
+    async def _complete(self, call: Call, usage: Usage) -> bytes:
+        transport = call.key.transport
+        if transport == "scripted":
+            reply, prompt = await self.db(scripted_backend.compute_reply, call)
+            data = scripted_backend.completion(call, reply, prompt, usage)
+            return json.dumps(data).encode()
+        if transport == "openai":
+            return await passthrough.complete(self.client, call, usage)
+        return json.dumps(await litellm_backend.complete(call, usage)).encode()
+
+    async def _open_stream(self, call: Call, usage: Usage) -> AsyncIterator[bytes]:
+        transport = call.key.transport
+        if transport == "scripted":
+            reply, prompt = await self.db(scripted_backend.compute_reply, call)
+            return scripted_backend.stream(call, reply, prompt, usage)
+        if transport == "openai":
+            return await passthrough.open_stream(self.client, call, usage)
+        return await litellm_backend.open_stream(call, usage)
+
+    async def _metered(
+        self,
+        stream: AsyncIterator[bytes],
+        call: Call,
+        usage: Usage,
+        reserved: int,
+        started: float,
+    ) -> AsyncIterator[bytes]:
+        usage.outcome = "disconnected"
+        finished = False
+        try:
+            async for chunk in stream:
+                if chunk == SSE_DONE:
+                    # Settle before the client hears the end, so spend is on record by then.
+                    if usage.outcome == "disconnected":
+                        usage.outcome = "ok"
+                    await self.settle(call, usage, reserved, started)
+                yield chunk
+            finished = True
+        finally:
+            if finished and usage.outcome == "disconnected":
+                usage.outcome = "ok"
+            aclose = getattr(stream, "aclose", None)
+            with anyio.CancelScope(shield=True):
+                if aclose is not None:
+                    await aclose()
+            await self.settle(call, usage, reserved, started)
+
+    async def models(self, request: Request) -> Response:
+        try:
+            key = await self.authenticate(request)
+        except GatewayError as exc:
+            return exc.response()
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {"id": key.model, "object": "model", "created": 0, "owned_by": key.provider}
+                ],
+            }
+        )
+
+
+async def _health(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+def build_app(gateway: Gateway) -> Starlette:
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", gateway.chat_completions, methods=["POST"]),
+            Route("/chat/completions", gateway.chat_completions, methods=["POST"]),
+            Route("/v1/models", gateway.models, methods=["GET"]),
+            Route("/health", _health, methods=["GET"]),
+        ]
+    )

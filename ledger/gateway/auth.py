@@ -1,0 +1,96 @@
+"""Who is calling: the virtual key behind a bearer token, cached briefly in memory.
+
+The cache only saves a lookup; it never grants anything. Revocation and the realm's end
+are re-checked by the reservation, which every call makes against the database.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+
+from ledger.models import VirtualKey
+from ledger.services.credentials import CredentialError, credential_secret
+from ledger.services.keys import REVOKED_CONCLUDED, hash_secret
+from realms.models import Realm
+
+CACHE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    id: int
+    realm_id: str
+    agent_id: str
+    provider: str
+    model: str
+    transport: str
+    litellm_provider: str
+    api_base: str
+    effort: str
+    input_price: Decimal | None
+    output_price: Decimal | None
+    has_script: bool
+    upstream_key: str | None
+    revoked: str | None  # None = live; else "concluded" or "revoked"
+
+
+def _load(key_hash: str) -> KeyInfo | None:
+    key = VirtualKey.objects.filter(key_hash=key_hash).first()
+    if key is None:
+        return None
+    revoked: str | None = None
+    if key.revoked_at is not None:
+        revoked = "concluded" if key.revoked_reason == REVOKED_CONCLUDED else "revoked"
+    elif Realm.objects.filter(realm_id=key.realm_id, state__in=Realm.TERMINAL_STATES).exists():
+        revoked = "concluded"
+    upstream_key: str | None = None
+    api_base = key.api_base
+    if key.credential_handle and key.transport != "scripted":
+        try:
+            upstream_key, cred_base = credential_secret(key.credential_handle)
+        except CredentialError:
+            upstream_key, cred_base = None, ""
+        api_base = cred_base or api_base
+    return KeyInfo(
+        id=key.pk,
+        realm_id=key.realm_id,
+        agent_id=key.agent_id,
+        provider=key.provider,
+        model=key.model,
+        transport=key.transport,
+        litellm_provider=key.litellm_provider,
+        api_base=api_base,
+        effort=key.effort,
+        input_price=key.input_price,
+        output_price=key.output_price,
+        has_script=bool(key.script),
+        upstream_key=upstream_key,
+        revoked=revoked,
+    )
+
+
+class KeyCache:
+    def __init__(self, ttl: float = CACHE_SECONDS) -> None:
+        self._ttl = ttl
+        self._entries: dict[str, tuple[float, KeyInfo | None]] = {}
+
+    def cached(self, secret: str) -> tuple[str, KeyInfo | None, bool]:
+        """(hash, info, hit) from memory only."""
+        key_hash = hash_secret(secret)
+        entry = self._entries.get(key_hash)
+        if entry is not None and entry[0] > time.monotonic():
+            return key_hash, entry[1], True
+        return key_hash, None, False
+
+    def load(self, key_hash: str) -> KeyInfo | None:
+        """Look the key up in the database (call from a worker thread) and remember it."""
+        info = _load(key_hash)
+        if len(self._entries) > 10_000:
+            self._entries.clear()
+        self._entries[key_hash] = (time.monotonic() + self._ttl, info)
+        return info
+
+    def forget(self, key_hash: str) -> None:
+        self._entries.pop(key_hash, None)

@@ -1,0 +1,137 @@
+"""Running the gateway on uvicorn, on TCP 127.0.0.1 and the Unix socket at once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import threading
+from pathlib import Path
+
+import uvicorn
+from django.conf import settings
+
+from ledger.gateway.app import Gateway, build_app
+
+
+def default_socket_path() -> Path:
+    return Path(settings.BEARPIT_HOME) / "run" / "gateway.sock"
+
+
+class GatewayServer:
+    """The gateway on a Unix socket and/or a TCP port (0 = any free port).
+
+    ``start()`` serves from a background thread and returns once it accepts connections;
+    ``run()`` serves in the calling thread until SIGINT/SIGTERM (``pit_gateway``).
+    """
+
+    def __init__(
+        self,
+        uds_path: Path | None = None,
+        port: int | None = None,
+        *,
+        host: str = "127.0.0.1",
+        upstream_timeout: float | None = None,
+        db_threads: int | None = None,
+    ) -> None:
+        if uds_path is None and port is None:
+            raise ValueError("GatewayServer needs a Unix socket path, a TCP port, or both")
+        self.uds_path = uds_path
+        self.host = host
+        self.port = port
+        self._timeout = upstream_timeout
+        self._db_threads = db_threads
+        self._thread: threading.Thread | None = None
+        self._server: uvicorn.Server | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL of the OpenAI API (``…/v1``); over the socket the host name is nominal."""
+        if self.port is not None:
+            return f"http://{self.host}:{self.port}/v1"
+        return "http://gateway/v1"
+
+    def _sockets(self) -> list[socket.socket]:
+        socks: list[socket.socket] = []
+        if self.port is not None:
+            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            tcp.bind((self.host, self.port))
+            self.port = tcp.getsockname()[1]
+            socks.append(tcp)
+        if self.uds_path is not None:
+            self.uds_path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                self.uds_path.unlink()
+            unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            unix.bind(str(self.uds_path))
+            # Sandboxed agents run under their own uids and must be able to connect.
+            os.chmod(self.uds_path, 0o666)  # noqa: S103 - the socket is the sandbox's only door
+            socks.append(unix)
+        for s in socks:
+            s.listen(2048)
+            s.setblocking(False)
+        return socks
+
+    async def _serve(self) -> None:
+        gateway = Gateway(upstream_timeout=self._timeout, db_threads=self._db_threads)
+        config = uvicorn.Config(
+            build_app(gateway),
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            timeout_keep_alive=30,
+            timeout_graceful_shutdown=5,
+        )
+        server = uvicorn.Server(config)
+        self._server = server
+        socks = self._sockets()
+        watcher = asyncio.create_task(self._watch_started(server))
+        try:
+            # uvicorn installs signal handlers only when serving from the main thread.
+            await server.serve(sockets=socks)
+        finally:
+            watcher.cancel()
+            await gateway.aclose()
+            for s in socks:
+                s.close()
+            if self.uds_path is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    self.uds_path.unlink()
+
+    async def _watch_started(self, server: uvicorn.Server) -> None:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        self._ready.set()
+
+    def _thread_main(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def start(self, timeout: float = 30.0) -> GatewayServer:
+        self._thread = threading.Thread(
+            target=self._thread_main, name="ledger-gateway", daemon=True
+        )
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise RuntimeError("the gateway did not start in time")
+        if self._error is not None:
+            raise RuntimeError(f"the gateway failed to start: {self._error}") from self._error
+        return self
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def run(self) -> None:
+        asyncio.run(self._serve())

@@ -1,0 +1,152 @@
+"""Control-plane authentication: one operator token for every ``/api/*`` route.
+
+The token is ``settings.BEARPIT_API_TOKEN`` when set, otherwise a value generated once
+into ``BEARPIT_HOME/api-token`` (mode 0600). A request presents it as
+``Authorization: Bearer <token>``, the ``bearpit_token`` cookie, or ``?token=``; it is
+compared in constant time. Writes from a foreign origin are refused, so a page on
+another site cannot drive the API through the operator's browser.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
+from django.http import HttpResponseBase
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+TOKEN_COOKIE = "bearpit_token"  # noqa: S105 - the cookie's name, not a secret
+TOKEN_COOKIE_MAX_AGE = 30 * 24 * 3600
+_AUTH_SCHEME = "bearer"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def token_path() -> Path:
+    return Path(settings.BEARPIT_HOME) / "api-token"
+
+
+def api_token() -> str:
+    """The operator token, generating and keeping one (0600) on first use."""
+    configured = getattr(settings, "BEARPIT_API_TOKEN", None)
+    if configured:
+        return str(configured)
+    path = token_path()
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+        if value:
+            return value
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(32)
+    tmp = path.with_name(f".api-token.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(value + "\n")
+    try:
+        # link, not replace: when two processes race, the first token written wins
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_text(encoding="utf-8").strip()
+
+
+def token_matches(candidate: str | None) -> bool:
+    if not candidate:
+        return False
+    return hmac.compare_digest(candidate.encode("utf-8"), api_token().encode("utf-8"))
+
+
+def presented_token(request: Any) -> str | None:
+    """The token a request carries: Bearer header, then cookie, then ``?token=``."""
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == _AUTH_SCHEME and value.strip():
+        return str(value.strip())
+    cookie = request.COOKIES.get(TOKEN_COOKIE)
+    if cookie:
+        return str(cookie)
+    query = request.GET.get("token")
+    return str(query) if query else None
+
+
+def set_token_cookie(response: HttpResponseBase, token: str, *, secure: bool = False) -> None:
+    """Remember the token in the browser (HttpOnly, SameSite=Strict, 30 days)."""
+    response.set_cookie(
+        TOKEN_COOKIE,
+        token,
+        max_age=TOKEN_COOKIE_MAX_AGE,
+        httponly=True,
+        samesite="Strict",
+        secure=secure,
+    )
+
+
+class OperatorTokenAuthentication(BaseAuthentication):
+    """Authenticates the operator by the API token; a wrong token is a 401, never a guess."""
+
+    def authenticate(self, request: Request) -> tuple[AnonymousUser, str] | None:
+        token = presented_token(request)
+        if token is None:
+            return None
+        if not token_matches(token):
+            raise exceptions.AuthenticationFailed("invalid API token")
+        return AnonymousUser(), "operator"
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="bearpit"'
+
+
+class HasOperatorToken(BasePermission):
+    message = (
+        "an API token is required (Authorization: Bearer, the bearpit_token cookie, or ?token=)"
+    )
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        return bool(request.auth == "operator")
+
+
+class SameOriginWrites(BasePermission):
+    """Refuses writes that a browser says come from another site."""
+
+    message = "cross-site requests may not change anything"
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        if request.method in _SAFE_METHODS:
+            return True
+        fetch_site = request.META.get("HTTP_SEC_FETCH_SITE", "").lower()
+        if fetch_site in ("cross-site", "same-site"):
+            return False
+        origin = str(request.META.get("HTTP_ORIGIN", ""))
+        if origin == "null":  # an opaque origin (sandboxed frame, file:) is never ours
+            return False
+        if origin:
+            return urlsplit(origin).netloc.lower() == request.get_host().lower()
+        return True
+
+
+class OperatorAPIView(APIView):
+    """Base for every ``/api/*`` view: operator token required, same-origin writes."""
+
+    authentication_classes = [OperatorTokenAuthentication]
+    permission_classes = [HasOperatorToken, SameOriginWrites]
+
+    def permission_denied(
+        self, request: Request, message: str | None = None, code: str | None = None
+    ) -> NoReturn:
+        # Without a token the answer is 401 with a challenge, not DRF's 403.
+        if request.auth is None:
+            raise exceptions.NotAuthenticated(HasOperatorToken.message)
+        super().permission_denied(request, message, code)

@@ -1,0 +1,21 @@
+"""``/api/realms…`` routes (included under ``api/`` by the project's URLconf)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from realms.api import views
+
+urlpatterns = [
+    path("realms", views.RealmListView.as_view(), name="api-realms"),
+    path("realms/<str:realm_id>", views.RealmStatusView.as_view(), name="api-realm"),
+    path(
+        "realms/<str:realm_id>/transcript",
+        views.RealmTranscriptView.as_view(),
+        name="api-realm-transcript",
+    ),
+    path("realms/<str:realm_id>/events", views.RealmEventsView.as_view(), name="api-realm-events"),
+    path("realms/<str:realm_id>/report", views.RealmReportView.as_view(), name="api-realm-report"),
+    path("realms/<str:realm_id>/stop", views.RealmStopView.as_view(), name="api-realm-stop"),
+    path("realms/<str:realm_id>/msg", views.RealmMessageView.as_view(), name="api-realm-msg"),
+]

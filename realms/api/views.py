@@ -1,0 +1,119 @@
+"""The realm routes of the HTTP API. Each view parses input and calls one service or
+selector; every route needs the operator token (see :mod:`realms.api.auth`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from rest_framework import status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from chronicle import selectors
+from chronicle.report import render_report
+from chronicle.transcript import transcript_page
+from realms.api.auth import OperatorAPIView
+from realms.api.operator import OperatorMessageError, send_operator_message
+from realms.api.status import realm_list, realm_status, redact
+from realms.warden.termination import request_stop
+
+DEFAULT_LIMIT = 200
+MAX_LIMIT = 5000
+
+
+def _known(realm_id: str) -> str:
+    if not selectors.realm_known(realm_id):
+        raise NotFound(f"realm {realm_id!r}: no such realm")
+    return realm_id
+
+
+def _limit(request: Request) -> int:
+    raw = request.query_params.get("limit")
+    if raw is None or raw == "":
+        return DEFAULT_LIMIT
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({"limit": f"expected an integer; got {raw!r}"}) from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise ValidationError({"limit": f"must be between 1 and {MAX_LIMIT}; got {value}"})
+    return value
+
+
+class RealmListView(OperatorAPIView):
+    def get(self, request: Request) -> Response:
+        return Response(realm_list())
+
+
+class RealmStatusView(OperatorAPIView):
+    def get(self, request: Request, realm_id: str) -> Response:
+        return Response(realm_status(_known(realm_id)))
+
+
+class RealmTranscriptView(OperatorAPIView):
+    def get(self, request: Request, realm_id: str) -> Response:
+        page = transcript_page(_known(realm_id), limit=_limit(request))
+        return Response(page)
+
+
+class RealmEventsView(OperatorAPIView):
+    def get(self, request: Request, realm_id: str) -> Response:
+        _known(realm_id)
+        limit = _limit(request)
+        qs = selectors.events(realm_id)
+        kind = request.query_params.get("kind")
+        if kind:
+            qs = qs.filter(kind=kind)
+        newest = list(qs.order_by("-ts_ms", "-id")[:limit])
+        newest.reverse()
+        rows = [{"ts": e.ts_ms, "kind": e.kind, "payload": redact(e.payload)} for e in newest]
+        return Response({"events": rows})
+
+
+class RealmReportView(OperatorAPIView):
+    def get(self, request: Request, realm_id: str) -> HttpResponse:
+        body = render_report(_known(realm_id))
+        response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
+        # The report quotes referee text: it must never be sniffed or rendered as HTML.
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+        return response
+
+
+class RealmStopView(OperatorAPIView):
+    def post(self, request: Request, realm_id: str) -> Response:
+        request_stop(_known(realm_id))
+        return Response(
+            {"realm_id": realm_id, "stop_requested": True}, status=status.HTTP_202_ACCEPTED
+        )
+
+
+class RealmMessageView(OperatorAPIView):
+    def post(self, request: Request, realm_id: str) -> Response:
+        _known(realm_id)
+        data: Any = request.data
+        if not isinstance(data, dict):
+            raise ValidationError({"body": "expected a JSON object {text, to?}"})
+        text, to = data.get("text"), data.get("to")
+        if not isinstance(text, str):
+            raise ValidationError({"text": "required string field missing"})
+        if to is not None and not isinstance(to, str):
+            raise ValidationError({"to": f"expected an agent id string; got {to!r}"})
+        try:
+            delivery = send_operator_message(realm_id, text, to=to or None)
+        except OperatorMessageError as exc:
+            field, _, detail = str(exc).partition(": ")
+            raise ValidationError({field: detail}) from None
+        if not delivery.delivered:
+            return Response(
+                {
+                    "delivered": False,
+                    "recorded": True,
+                    "error": f"not delivered: {delivery.reason}; the message was chronicled",
+                    "retryable": delivery.retryable,
+                },
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            )
+        return Response({"delivered": True, "event_id": delivery.event_id})

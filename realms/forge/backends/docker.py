@@ -1,0 +1,215 @@
+"""Docker containers from the agent image (``deploy/agent.Dockerfile``).
+
+Same contract as bwrap: a container per agent, non-root as the agent's host uid, its
+home and the shared folder bind-mounted, the sockets directory read-only at
+``/run/bearpit``, memory / pids / CPU caps, a read-only root filesystem. Egress
+``none`` and ``model_only`` get no network at all (the model is reached through the
+gateway socket); ``open`` gets the realm's own bridge network. run_code runs in a
+sibling container with the same view and caps, never inside the agent's container,
+so it cannot see the runtime's processes or environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from typing import Any
+
+from django.conf import settings
+
+from realms.forge import layout
+from realms.forge.backends import SandboxError, host
+from realms.forge.spec import Egress, ExecResult, SandboxHandle, SandboxSpec, base_env
+
+log = logging.getLogger(__name__)
+
+LABEL_INSTALL = "org.bearpit.install"
+LABEL_REALM = "org.bearpit.realm"
+LABEL_AGENT = "org.bearpit.agent"
+
+
+def _client() -> Any:
+    import docker
+
+    try:
+        if settings.BEARPIT_DOCKER_URL:
+            return docker.DockerClient(base_url=settings.BEARPIT_DOCKER_URL)
+        return docker.from_env()
+    except docker.errors.DockerException as exc:
+        raise SandboxError(f"docker engine unreachable: {exc}") from exc
+
+
+def container_name(spec: SandboxSpec, suffix: str = "") -> str:
+    return f"{layout.install_tag()}-{spec.realm_id}-{spec.agent_id}{suffix}"
+
+
+class DockerBackend:
+    name = "docker"
+
+    def __init__(self) -> None:
+        self._docker: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._docker is None:
+            self._docker = _client()
+        return self._docker
+
+    def prepare(self, spec: SandboxSpec) -> None:
+        host.prepare_dirs(spec, cap_disks=True)
+        if spec.egress == Egress.OPEN:
+            self._network(spec)
+
+    def _network(self, spec: SandboxSpec) -> str:
+        name = f"{layout.install_tag()}-{spec.realm_id}"
+        found = self.client.networks.list(names=[name])
+        if not found:
+            self.client.networks.create(
+                name, driver="bridge", labels={LABEL_INSTALL: layout.install_tag()}
+            )
+        return name
+
+    def _run_kwargs(self, spec: SandboxSpec, *, exec_mode: bool) -> dict[str, Any]:
+        volumes: dict[str, dict[str, str]] = {
+            str(spec.home): {"bind": layout.SANDBOX_HOME, "mode": "rw"},
+        }
+        if not exec_mode:
+            volumes[str(spec.sockets)] = {"bind": layout.SANDBOX_SOCKETS, "mode": "ro"}
+        if spec.shared is not None:
+            volumes[str(spec.shared)] = {"bind": layout.SANDBOX_SHARED, "mode": "rw"}
+        tmpfs = {layout.SANDBOX_TMP: f"size={spec.limits.disk_bytes}"}
+        if exec_mode:
+            tmpfs[f"{layout.SANDBOX_HOME}/{layout.BIRTH_DIR_NAME}"] = "size=1m"
+        kwargs: dict[str, Any] = {
+            "user": f"{spec.host_uid}:{spec.host_gid}",
+            "volumes": volumes,
+            "tmpfs": tmpfs,
+            "working_dir": layout.SANDBOX_HOME,
+            "read_only": True,
+            "mem_limit": spec.limits.memory_bytes,
+            "memswap_limit": spec.limits.memory_bytes,
+            "pids_limit": spec.limits.max_processes,
+            "nano_cpus": int(spec.limits.cpus * 1e9),
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "labels": {
+                LABEL_INSTALL: layout.install_tag(),
+                LABEL_REALM: spec.realm_id,
+                LABEL_AGENT: spec.agent_id,
+            },
+            "ulimits": [_ulimit("fsize", spec.limits.disk_bytes), _ulimit("core", 0)],
+            "detach": True,
+        }
+        if exec_mode or spec.egress != Egress.OPEN:
+            kwargs["network_mode"] = "none"
+        else:
+            kwargs["network"] = self._network(spec)
+        return kwargs
+
+    def start(self, spec: SandboxSpec) -> SandboxHandle:
+        import docker
+
+        argv = ["python", *spec.argv[1:]]
+        try:
+            container = self.client.containers.run(
+                settings.BEARPIT_DOCKER_IMAGE,
+                argv,
+                name=container_name(spec),
+                environment={**spec.full_env(), "PATH": "/opt/venv/bin:/usr/bin:/bin"},
+                **self._run_kwargs(spec, exec_mode=False),
+            )
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"container for {spec.realm_id}/{spec.agent_id}: {exc}") from exc
+        return SandboxHandle(ref=str(container.id))
+
+    def _get(self, handle: SandboxHandle) -> Any:
+        import docker
+
+        try:
+            return self.client.containers.get(handle.ref)
+        except docker.errors.NotFound:
+            return None
+
+    def alive(self, spec: SandboxSpec, handle: SandboxHandle) -> bool:
+        container = self._get(handle)
+        if container is None:
+            return False
+        container.reload()
+        return bool(container.status == "running")
+
+    def stop(self, spec: SandboxSpec, handle: SandboxHandle, grace: float) -> None:
+        container = self._get(handle)
+        if container is None:
+            return
+        with contextlib.suppress(Exception):
+            container.stop(timeout=max(1, int(grace)))
+        self._archive(spec, container)
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+
+    def _archive(self, spec: SandboxSpec, container: Any) -> None:
+        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(Exception):
+            spec.log_path.write_bytes(container.logs(stdout=True, stderr=True))
+
+    def exec(self, spec: SandboxSpec, code: str, timeout: float) -> ExecResult:
+        import docker
+
+        kwargs = self._run_kwargs(spec, exec_mode=True)
+        try:
+            container = self.client.containers.run(
+                settings.BEARPIT_DOCKER_IMAGE,
+                ["python", "-I", "-u", "-c", code],
+                environment={**base_env(), "PATH": "/opt/venv/bin:/usr/bin:/bin"},
+                **kwargs,
+            )
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"run_code container for {spec.agent_id}: {exc}") from exc
+        timed_out = threading.Event()
+        try:
+            try:
+                result = container.wait(timeout=timeout)
+                exit_code: int | None = int(result.get("StatusCode", -1))
+            except Exception:
+                timed_out.set()
+                exit_code = None
+                with contextlib.suppress(Exception):
+                    container.kill()
+            output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+        finally:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+        return ExecResult(exit_code=exit_code, output=output, timed_out=timed_out.is_set())
+
+    def logs(self, spec: SandboxSpec, handle: SandboxHandle) -> str:
+        container = self._get(handle)
+        if container is None:
+            return host.read_log(spec.log_path)
+        return str(container.logs(stdout=True, stderr=True).decode("utf-8", "replace"))
+
+    def release(self, spec: SandboxSpec) -> None:
+        host.release_agent(spec)
+
+    def orphans(self, live: set[tuple[str, str]]) -> list[str]:
+        """Containers of this installation whose (realm, agent) is not live."""
+        found = self.client.containers.list(
+            all=True, filters={"label": f"{LABEL_INSTALL}={layout.install_tag()}"}
+        )
+        names: list[str] = []
+        for container in found:
+            labels = container.labels or {}
+            key = (labels.get(LABEL_REALM, ""), labels.get(LABEL_AGENT, ""))
+            if key not in live:
+                names.append(str(container.name))
+        return names
+
+    def remove_container(self, name: str) -> None:
+        with contextlib.suppress(Exception):
+            self.client.containers.get(name).remove(force=True)
+
+
+def _ulimit(name: str, value: int) -> Any:
+    import docker
+
+    return docker.types.Ulimit(name=name, soft=value, hard=value)

@@ -1,0 +1,120 @@
+"""Host process facts from /proc: identity across restarts, trees, killing.
+
+A sandbox is re-attached after a worker restart by its pid *and* the pid's start time
+(clock ticks since boot), so a recycled pid is never mistaken for the sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+def start_time(pid: int) -> int | None:
+    """The start time of ``pid`` in clock ticks since boot, or None if it is gone."""
+    try:
+        raw = (PROC / str(pid) / "stat").read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ")".
+    fields = raw.rsplit(")", 1)[1].split()
+    return int(fields[19])
+
+
+def state(pid: int) -> str | None:
+    try:
+        raw = (PROC / str(pid) / "stat").read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return raw.rsplit(")", 1)[1].split()[0]
+
+
+def is_same_process(pid: int | None, started: int | None) -> bool:
+    """Whether ``pid`` is still the live process that started at ``started``."""
+    if pid is None:
+        return False
+    current = start_time(pid)
+    if current is None or (started is not None and current != started):
+        return False
+    return state(pid) not in (None, "Z", "X")
+
+
+def children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        tasks = list((PROC / str(pid) / "task").iterdir())
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return kids
+    for task in tasks:
+        try:
+            text = (task / "children").read_text(encoding="utf-8")
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        kids.extend(int(part) for part in text.split())
+    return kids
+
+
+def descendants(pid: int | None) -> list[int]:
+    """All descendants of ``pid``, parents before children."""
+    found: list[int] = []
+    queue = children(pid) if pid is not None else []
+    while queue:
+        current = queue.pop(0)
+        found.append(current)
+        queue.extend(children(current))
+    return found
+
+
+def signal_pid(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)
+
+
+def wait_gone(pid: int, started: int | None, timeout: float) -> bool:
+    """Wait until ``pid`` is gone (or a zombie); reap it if it is our child."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+        if not is_same_process(pid, started):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def uid_of(pid: int) -> int | None:
+    try:
+        return (PROC / str(pid)).stat().st_uid
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        raw = (PROC / str(pid) / "cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return []
+    return [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
+
+
+def all_pids() -> list[int]:
+    return [int(entry.name) for entry in PROC.iterdir() if entry.name.isdigit()]
+
+
+def kill_tree(pid: int, started: int | None, grace: float) -> None:
+    """SIGTERM a process tree, wait ``grace`` seconds, then SIGKILL what is left."""
+    if not is_same_process(pid, started):
+        return
+    for target in [*descendants(pid), pid]:
+        signal_pid(target, signal.SIGTERM)
+    if wait_gone(pid, started, grace):
+        return
+    for target in [*reversed(descendants(pid)), pid]:
+        signal_pid(target, signal.SIGKILL)
+    wait_gone(pid, started, 5.0)

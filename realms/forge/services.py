@@ -1,0 +1,354 @@
+"""Forge services: start, stop, re-attach and release agent sandboxes.
+
+Sandboxes are external side effects, so rows are written in small transactions around
+them: a row is claimed (conditional UPDATE) before a sandbox is touched, which makes a
+repeated stop harmless and lets two workers never stop the same sandbox twice.
+
+Teardown order for a concluding realm: ``stop_realm_sandboxes`` → ``capture_outputs``
+→ ``release_realm`` (which unmounts the capped homes and shared folder).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from realms.forge import layout, quota
+from realms.forge.backends import SandboxBackend, SandboxError, get_backend
+from realms.forge.models import Sandbox
+from realms.forge.spec import Egress, Limits, SandboxHandle, SandboxSpec, runtime_argv
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_SECONDS = 5.0
+
+
+class ForgeError(RuntimeError):
+    """Provisioning failed; the message names the agent and the reason."""
+
+    def __init__(self, message: str, agent_id: str | None = None) -> None:
+        super().__init__(message)
+        self.agent_id = agent_id
+
+
+@dataclass(frozen=True)
+class AgentSandboxRequest:
+    """One agent to start: its birth config (JSON text, secrets inside) and the
+    resource files placed in ``home/resources/`` (relative path → content)."""
+
+    agent_id: str
+    birth_config: str
+    resources: Mapping[str, bytes | str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    argv: Sequence[str] | None = None
+
+
+def spec_for(row: Sandbox, argv: Sequence[str] | None = None) -> SandboxSpec:
+    return SandboxSpec(
+        realm_id=row.realm_id,
+        agent_id=row.agent_id,
+        host_uid=row.host_uid,
+        host_gid=row.host_gid,
+        home=layout.home_dir(row.realm_id, row.agent_id),
+        shared=layout.shared_dir(row.realm_id) if row.shared else None,
+        sockets=layout.sockets_dir(),
+        log_path=layout.log_path(row.realm_id, row.agent_id),
+        limits=Limits(**row.limits) if row.limits else Limits.from_settings(),
+        egress=Egress(row.egress),
+        argv=tuple(argv) if argv is not None else runtime_argv(),
+    )
+
+
+def handle_for(row: Sandbox) -> SandboxHandle:
+    return SandboxHandle(pid=row.pid, start_time=row.pid_start_time, ref=row.ref)
+
+
+def _check_requests(realm_id: str, requests: Sequence[AgentSandboxRequest]) -> None:
+    layout.check_id("realm id", realm_id)
+    if not requests:
+        raise ForgeError(f"realm {realm_id}: no agents to start")
+    seen: set[str] = set()
+    for req in requests:
+        try:
+            layout.check_id("agent id", req.agent_id)
+        except layout.LayoutError as exc:
+            raise ForgeError(str(exc), req.agent_id) from None
+        if req.agent_id in seen:
+            raise ForgeError(f"agent {req.agent_id}: listed twice", req.agent_id)
+        seen.add(req.agent_id)
+        try:
+            json.loads(req.birth_config)
+        except ValueError as exc:
+            raise ForgeError(f"agent {req.agent_id}: birth config is not JSON: {exc}") from None
+        for name in req.resources:
+            path = PurePosixPath(name)
+            if path.is_absolute() or ".." in path.parts or not path.parts:
+                raise ForgeError(
+                    f"agent {req.agent_id}: resource {name!r}: expected a relative path "
+                    "inside resources/",
+                    req.agent_id,
+                )
+
+
+def _allocate_rows(
+    realm_id: str,
+    requests: Sequence[AgentSandboxRequest],
+    backend: str,
+    *,
+    shared: bool,
+    egress: Egress,
+    limits: Limits,
+) -> list[Sandbox]:
+    """Insert one row per agent with a free host uid; the realm's gid is its first uid."""
+    base, count = settings.BEARPIT_SANDBOX_UID_BASE, settings.BEARPIT_SANDBOX_UID_COUNT
+    for _attempt in range(5):
+        try:
+            with transaction.atomic():
+                used = set(
+                    Sandbox.objects.filter(state__in=Sandbox.LIVE_STATES).values_list(
+                        "host_uid", flat=True
+                    )
+                )
+                free = (uid for uid in range(base, base + count) if uid not in used)
+                rows: list[Sandbox] = []
+                gid: int | None = None
+                for req in requests:
+                    uid = next(free, None)
+                    if uid is None:
+                        raise ForgeError(f"no free sandbox uid in {base}..{base + count - 1}")
+                    gid = uid if gid is None else gid
+                    rows.append(
+                        Sandbox.objects.create(
+                            realm_id=realm_id,
+                            agent_id=req.agent_id,
+                            backend=backend,
+                            host_uid=uid,
+                            host_gid=gid,
+                            shared=shared,
+                            egress=egress.value,
+                            limits=limits.__dict__,
+                        )
+                    )
+                return rows
+        except IntegrityError:
+            if Sandbox.objects.filter(
+                realm_id=realm_id,
+                agent_id__in=[r.agent_id for r in requests],
+                state__in=Sandbox.LIVE_STATES,
+            ).exists():
+                raise ForgeError(f"realm {realm_id}: an agent already has a live sandbox") from None
+            continue  # another realm took one of the uids at the same moment: try again
+    raise ForgeError("could not allocate sandbox uids; too much contention")
+
+
+def _write_home(spec: SandboxSpec, req: AgentSandboxRequest) -> None:
+    """Birth config (0600, owned by the agent) and resources, inside the capped home."""
+    uid, gid = spec.host_uid, spec.host_gid
+    as_root = os.geteuid() == 0
+    birth_dir = spec.home / layout.BIRTH_DIR_NAME
+    if birth_dir.is_symlink():
+        raise ForgeError(f"agent {spec.agent_id}: {birth_dir} is a symlink", spec.agent_id)
+    birth_dir.mkdir(mode=0o700, exist_ok=True)
+    birth = birth_dir / layout.BIRTH_FILE_NAME
+    fd = os.open(birth, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(req.birth_config)
+    resources = spec.home / "resources"
+    resources.mkdir(exist_ok=True)
+    written = [birth_dir, birth, resources]
+    for name, content in req.resources.items():
+        target = resources / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        target.write_bytes(data)
+        written.append(target)
+        parent = target.parent
+        while parent != resources:
+            written.append(parent)
+            parent = parent.parent
+    if as_root:
+        os.chown(spec.home, uid, gid)
+        for path in written:
+            os.chown(path, uid, gid, follow_symlinks=False)
+
+
+def start_agent_sandboxes(
+    realm_id: str,
+    requests: Sequence[AgentSandboxRequest],
+    *,
+    shared_folder: bool = False,
+    egress: Egress | str = Egress.MODEL_ONLY,
+    limits: Limits | None = None,
+    backend: str | None = None,
+) -> list[Sandbox]:
+    """Start one sandbox per request with the runtime inside. If any agent fails, every
+    sandbox started here is torn down and ForgeError names the agent and the reason."""
+    _check_requests(realm_id, requests)
+    try:
+        egress = Egress(egress)
+    except ValueError:
+        raise ForgeError(
+            f"network_egress {egress!r}: expected one of none, model_only, open"
+        ) from None
+    chosen = backend or settings.BEARPIT_SANDBOX
+    impl = get_backend(chosen)
+    caps = limits or Limits.from_settings()
+    rows = _allocate_rows(
+        realm_id, requests, chosen, shared=shared_folder, egress=egress, limits=caps
+    )
+    started: list[Sandbox] = []
+    for row, req in zip(rows, requests, strict=True):
+        spec = spec_for(row, req.argv)
+        spec = SandboxSpec(**{**spec.__dict__, "env": dict(req.env)})
+        try:
+            impl.prepare(spec)
+            _write_home(spec, req)
+            handle = impl.start(spec)
+        except (SandboxError, quota.QuotaError, OSError, ForgeError) as exc:
+            Sandbox.objects.filter(pk=row.pk).update(
+                state=Sandbox.State.FAILED, error=str(exc), stopped_at=timezone.now()
+            )
+            _undo(impl, started, rows, reason=f"agent {req.agent_id} failed to start")
+            raise ForgeError(f"agent {req.agent_id}: {exc}", req.agent_id) from exc
+        Sandbox.objects.filter(pk=row.pk).update(
+            pid=handle.pid,
+            pid_start_time=handle.start_time,
+            ref=handle.ref,
+            state=Sandbox.State.RUNNING,
+            started_at=timezone.now(),
+        )
+        row.refresh_from_db()
+        started.append(row)
+    return started
+
+
+def _undo(
+    impl: SandboxBackend, started: list[Sandbox], rows: list[Sandbox], *, reason: str
+) -> None:
+    for row in started:
+        stop_agent_sandbox(row.realm_id, row.agent_id, reason)
+    Sandbox.objects.filter(pk__in=[r.pk for r in rows], state=Sandbox.State.STARTING).update(
+        state=Sandbox.State.FAILED, error=reason, stopped_at=timezone.now()
+    )
+    for row in rows:
+        try:
+            impl.release(spec_for(row))
+        except Exception:
+            log.exception("releasing %s after a failed start", row)
+    if rows and rows[0].shared:
+        quota.unmount(layout.shared_dir(rows[0].realm_id))
+
+
+def stop_agent_sandbox(realm_id: str, agent_id: str, reason: str) -> bool:
+    """Stop an agent's sandbox; True if this call stopped it, False if it was not live.
+
+    Elimination and budget kills may race or repeat: the conditional UPDATE lets
+    exactly one caller do the stop.
+    """
+    claimed = Sandbox.objects.filter(
+        realm_id=realm_id,
+        agent_id=agent_id,
+        state__in=(Sandbox.State.STARTING, Sandbox.State.RUNNING),
+    ).update(state=Sandbox.State.STOPPING, stop_reason=reason[:200])
+    if not claimed:
+        return False
+    row = Sandbox.objects.get(realm_id=realm_id, agent_id=agent_id, state=Sandbox.State.STOPPING)
+    finish_stop(row)
+    return True
+
+
+def finish_stop(row: Sandbox) -> None:
+    """Stop a claimed (``stopping``) row's sandbox and mark it stopped."""
+    impl = get_backend(row.backend)
+    error = ""
+    try:
+        impl.stop(spec_for(row), handle_for(row), STOP_GRACE_SECONDS)
+    except SandboxError as exc:
+        error = str(exc)
+        log.warning("stopping %s: %s", row, exc)
+    Sandbox.objects.filter(pk=row.pk).update(
+        state=Sandbox.State.STOPPED, stopped_at=timezone.now(), error=error
+    )
+
+
+def stop_realm_sandboxes(realm_id: str, reason: str = "teardown") -> list[Sandbox]:
+    """Stop every live sandbox of the realm; each log stays archived at
+    ``realms/<realm>/logs/<agent>.log``. Returns the realm's rows."""
+    for row in Sandbox.objects.filter(realm_id=realm_id, state__in=Sandbox.LIVE_STATES):
+        if row.state == Sandbox.State.STOPPING:
+            finish_stop(row)  # a stopper died half-way: finish its job
+        else:
+            stop_agent_sandbox(realm_id, row.agent_id, reason)
+    return list(Sandbox.objects.filter(realm_id=realm_id).order_by("agent_id", "-created_at"))
+
+
+def release_realm(realm_id: str) -> None:
+    """Unmount the realm's capped homes and shared folder and drop its cgroups.
+    Call after outputs are captured; live sandboxes are stopped first."""
+    stop_realm_sandboxes(realm_id, "released")
+    latest: dict[str, Sandbox] = {}
+    for row in Sandbox.objects.filter(realm_id=realm_id).order_by("created_at"):
+        latest[row.agent_id] = row
+    for row in latest.values():
+        get_backend(row.backend).release(spec_for(row))
+    quota.unmount(layout.shared_dir(realm_id))
+    if layout.realm_dir(realm_id).is_dir():
+        released_marker(realm_id).touch()
+
+
+def released_marker(realm_id: str) -> Path:
+    """Present once the realm's sandboxes are torn down and its disks released."""
+    return layout.realm_dir(realm_id) / ".released"
+
+
+def reattach(realm_id: str) -> list[Sandbox]:
+    """After a worker restart: keep the sandboxes still alive, mark the rest stopped.
+    Returns the live ones."""
+    live: list[Sandbox] = []
+    for row in Sandbox.objects.filter(realm_id=realm_id, state__in=Sandbox.LIVE_STATES):
+        impl = get_backend(row.backend)
+        if row.state == Sandbox.State.STOPPING:
+            finish_stop(row)
+        elif impl.alive(spec_for(row), handle_for(row)):
+            if row.state != Sandbox.State.RUNNING:
+                Sandbox.objects.filter(pk=row.pk).update(state=Sandbox.State.RUNNING)
+                row.refresh_from_db()
+            live.append(row)
+        else:
+            Sandbox.objects.filter(pk=row.pk, state=row.state).update(
+                state=Sandbox.State.STOPPED,
+                stopped_at=timezone.now(),
+                stop_reason="gone after a worker restart",
+            )
+    return live
+
+
+def sandbox_alive(realm_id: str, agent_id: str) -> bool:
+    row = live_sandbox(realm_id, agent_id)
+    return row is not None and get_backend(row.backend).alive(spec_for(row), handle_for(row))
+
+
+def live_sandbox(realm_id: str, agent_id: str) -> Sandbox | None:
+    return Sandbox.objects.filter(
+        realm_id=realm_id, agent_id=agent_id, state=Sandbox.State.RUNNING
+    ).first()
+
+
+def claim_realm(realm_id: str, expected: Sequence[str], new_state: str) -> bool:
+    """Move the realm from one of ``expected`` to ``new_state`` with a conditional
+    UPDATE; False if another worker got there first (or the realm is gone)."""
+    from realms.models import Realm
+
+    return bool(
+        Realm.objects.filter(realm_id=realm_id, state__in=list(expected)).update(
+            state=new_state, updated_at=timezone.now()
+        )
+    )

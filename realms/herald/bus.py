@@ -1,0 +1,275 @@
+"""A realm's bus: provisioning, credentials for the runtimes, teardown.
+
+Floor control lives in :mod:`realms.herald.floor`, posting in
+:mod:`realms.herald.posting`; both are re-exported here.
+
+Provisioning talks to the homeserver between database writes, so it cannot be one
+transaction. Instead every step is recorded as soon as it is done and the whole
+function is resumable: calling it again (a retried task) reuses what exists. A room
+is recorded before anything is posted in it, so the mirror knows its realm.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from realms.herald import floor, gatefile, posting
+from realms.herald.config import operator_localpart
+from realms.herald.directory import (
+    AgentCredentials,
+    BusAgent,
+    BusNotFound,
+    RealmBus,
+    agent_localpart,
+    agent_users,
+    find_dm_room,
+    get_bus,
+    permitted_pairs,
+    user_of,
+)
+from realms.herald.matrix import MatrixClient, MatrixError, matrix_client
+from realms.herald.models import BusRealm, BusRoom, BusUser
+from realms.herald.tokens import seal, unseal
+
+__all__ = [
+    "AgentCredentials",
+    "BusAgent",
+    "BusNotFound",
+    "RealmBus",
+    "agent_credentials",
+    "announce",
+    "dm_room",
+    "grant_floor",
+    "kickoff",
+    "mute_all",
+    "nudge",
+    "open_floor",
+    "operator_message",
+    "post_as_agent",
+    "provision_bus",
+    "system_notice",
+    "teardown_bus",
+]
+
+announce = posting.announce
+kickoff = posting.kickoff
+nudge = posting.nudge
+operator_message = posting.operator_message
+post_as_agent = posting.post_as_agent
+system_notice = posting.system_notice
+mute_all = floor.mute_all
+grant_floor = floor.grant_floor
+open_floor = floor.open_floor
+
+log = logging.getLogger(__name__)
+
+COMMONS_NAME = "Realm Commons"
+
+
+def _validate(realm_id: str, agents: list[BusAgent]) -> None:
+    if not realm_id:
+        raise ValueError("provision_bus: realm_id is empty")
+    ids = [a.agent_id for a in agents]
+    if not ids:
+        raise ValueError(f"provision_bus({realm_id}): no agents")
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ValueError(f"provision_bus({realm_id}): duplicate agent ids {duplicates}")
+    localparts = [agent_localpart(realm_id, i) for i in ids]
+    if len(set(localparts)) != len(localparts):
+        raise ValueError(
+            f"provision_bus({realm_id}): agent ids {ids} collide once made Matrix-legal"
+        )
+
+
+def _ensure_user(client: MatrixClient, bus: BusRealm, agent: BusAgent, position: int) -> BusUser:
+    existing = bus.users.filter(agent_id=agent.agent_id).first()
+    if existing is not None and existing.token_encrypted:
+        return existing
+    localpart = agent_localpart(bus.realm_id, agent.agent_id)
+    user_id = client.register(localpart)
+    client.set_displayname(user_id, agent.agent_id)
+    login = client.login(localpart)
+    user, _ = BusUser.objects.update_or_create(
+        bus=bus,
+        agent_id=agent.agent_id,
+        defaults={
+            "role": agent.role,
+            "user_id": user_id,
+            "device_id": login.device_id,
+            "token_encrypted": seal(login.access_token),
+            "position": position,
+        },
+    )
+    return user
+
+
+def _create_room(
+    client: MatrixClient,
+    bus: BusRealm,
+    *,
+    name: str,
+    members: list[str],
+    events_default: int,
+    kind: str,
+    label: str = "",
+    pair: tuple[str, str] = ("", ""),
+) -> BusRoom:
+    levels = floor.power_levels(
+        {m: 0 for m in members if m != bus.operator_user_id} | {bus.operator_user_id: 50},
+        events_default=events_default,
+    )
+    room_id = client.create_room(
+        {
+            "name": name,
+            "preset": "private_chat",
+            "visibility": "private",
+            "invite": members,
+            "power_level_content_override": levels,
+            "initial_state": [
+                {"type": "m.room.join_rules", "state_key": "", "content": {"join_rule": "invite"}},
+                {
+                    "type": "m.room.history_visibility",
+                    "state_key": "",
+                    "content": {"history_visibility": "shared"},
+                },
+            ],
+        }
+    )
+    room = BusRoom.objects.create(
+        bus=bus, room_id=room_id, kind=kind, label=label, agent_a=pair[0], agent_b=pair[1]
+    )
+    for member in members:
+        client.join(room_id, member)
+    return room
+
+
+def provision_bus(
+    realm_id: str, agents: list[BusAgent], *, turns: bool, allow_side_channels: bool
+) -> RealmBus:
+    """Create the realm's users, the Commons and the permitted DM rooms."""
+    _validate(realm_id, agents)
+    with matrix_client() as client:
+        operator = client.register(operator_localpart())
+        bus, _ = BusRealm.objects.get_or_create(
+            realm_id=realm_id,
+            defaults={
+                "system_user_id": client.system_user_id,
+                "operator_user_id": operator,
+                "turns": turns,
+                "allow_side_channels": allow_side_channels,
+            },
+        )
+        gatefile.allow_side_channels(realm_id, allow_side_channels)
+        users = {
+            a.agent_id: _ensure_user(client, bus, a, position).user_id
+            for position, a in enumerate(agents)
+        }
+        if not bus.commons_room_id:
+            commons = _create_room(
+                client,
+                bus,
+                name=COMMONS_NAME,
+                members=[*users.values(), operator],
+                events_default=50 if turns else 0,
+                kind=BusRoom.Kind.COMMONS,
+            )
+            bus.commons_room_id = commons.room_id
+            bus.save(update_fields=["commons_room_id"])
+        dm_rooms: dict[tuple[str, str], str] = {}
+        for a, b in permitted_pairs(agents):
+            room = find_dm_room(bus, a, b)
+            if room is None:
+                label = f"{a} · {b}"
+                room = _create_room(
+                    client,
+                    bus,
+                    name=f"DM: {label}",
+                    members=[users[a], users[b], operator],
+                    events_default=0,
+                    kind=BusRoom.Kind.DM,
+                    label=label,
+                    pair=(a, b),
+                )
+                posting.send_notice(
+                    client,
+                    room.room_id,
+                    f"🔒 Private channel between {a} and {b}. Only the two of you "
+                    "(and the operator) can read it.",
+                    [users[a], users[b]],
+                )
+            dm_rooms[(a, b)] = room.room_id
+    log.info("bus of %s: %d agents, %d DM rooms", realm_id, len(users), len(dm_rooms))
+    return RealmBus(
+        realm_id=realm_id,
+        system_user_id=bus.system_user_id,
+        operator_user_id=bus.operator_user_id,
+        commons_room_id=bus.commons_room_id,
+        users=users,
+        dm_rooms=dm_rooms,
+    )
+
+
+def dm_room(realm_id: str, a: str, b: str) -> str | None:
+    """The DM room of the pair, or None when they may not write to each other."""
+    room = find_dm_room(get_bus(realm_id), a, b)
+    return room.room_id if room else None
+
+
+def agent_credentials(realm_id: str, agent_id: str) -> AgentCredentials:
+    """Bus identity, token and rooms for an agent's birth config."""
+    bus = get_bus(realm_id)
+    user = user_of(bus, agent_id)
+    dms = {}
+    for room in bus.rooms.filter(kind=BusRoom.Kind.DM):
+        if agent_id in (room.agent_a, room.agent_b):
+            dms[room.agent_b if room.agent_a == agent_id else room.agent_a] = room.room_id
+    return AgentCredentials(
+        mxid=user.user_id,
+        access_token=unseal(user.token_encrypted),
+        commons_room_id=bus.commons_room_id,
+        dm_rooms=dms,
+    )
+
+
+def _quietly(what: str, call: object, *args: str) -> None:
+    """Teardown goes on past a step the homeserver refuses (already gone, not a member)."""
+    try:
+        call(*args)  # type: ignore[operator]
+    except MatrixError as exc:
+        if exc.retryable:
+            raise
+        log.info("teardown: %s: %s", what, exc.errcode)
+
+
+def teardown_bus(realm_id: str) -> None:
+    """Close the realm's rooms and deactivate its agents; history stays in the Chronicle."""
+    try:
+        bus = get_bus(realm_id)
+    except BusNotFound:
+        return
+    users = agent_users(bus)
+    with matrix_client() as client:
+        for room in bus.rooms.all():
+            if room.kind == BusRoom.Kind.DM:
+                members = [users[a] for a in (room.agent_a, room.agent_b) if a in users]
+            else:
+                members = list(users.values())
+            for user_id in members:
+                _quietly(
+                    "kick",
+                    lambda r, u: client.kick(r, u, "the realm has ended"),
+                    room.room_id,
+                    user_id,
+                )
+            _quietly("operator leave", client.leave, room.room_id, bus.operator_user_id)
+        for user_id in users.values():
+            _quietly("deactivate", client.deactivate, user_id)
+    gatefile.allow_side_channels(realm_id, False)
+    with transaction.atomic():
+        bus.users.update(deactivated=True, token_encrypted="")
+        bus.closed_at = timezone.now()
+        bus.save(update_fields=["closed_at"])

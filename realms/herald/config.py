@@ -1,0 +1,291 @@
+"""Configuration of the embedded homeserver and of the application service.
+
+Everything lives under ``BEARPIT_HOME/homeserver/``: the Synapse config, its
+signing key, the application-service registration (tokens generated once and
+kept), the gate module's allow-list and Synapse's own data. Writing the config
+again is harmless: secrets already on disk are reused.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.conf import settings
+
+from bearpit.env import DatabaseURL
+
+AS_ID = "bearpit-herald"
+SYSTEM_LOCALPART = "system"
+USER_PREFIX = "bp_"
+GATE_MODULE = "realms.herald.gate.HeraldGate"
+
+# Bots post in bursts; Synapse's defaults answer a dozen quick sends with 429.
+_GENEROUS = {"per_second": 1000, "burst_count": 10000}
+RATE_LIMITS: dict[str, Any] = {
+    "rc_message": _GENEROUS,
+    "rc_registration": _GENEROUS,
+    "rc_login": {"address": _GENEROUS, "account": _GENEROUS, "failed_attempts": _GENEROUS},
+    "rc_joins": {"local": _GENEROUS, "remote": _GENEROUS},
+    "rc_joins_per_room": _GENEROUS,
+    "rc_invites": {"per_room": _GENEROUS, "per_user": _GENEROUS, "per_issuer": _GENEROUS},
+    "rc_room_creation": _GENEROUS,
+    "rc_admin_redaction": _GENEROUS,
+    "rc_3pid_validation": _GENEROUS,
+    "rc_presence": {"per_user": _GENEROUS},
+    "rc_delayed_event_mgmt": _GENEROUS,
+    "rc_reports": _GENEROUS,
+}
+
+
+@dataclass(frozen=True)
+class Registration:
+    """The parts of the application-service registration the platform uses."""
+
+    id: str
+    as_token: str
+    hs_token: str
+    sender_localpart: str
+    url: str
+
+
+@dataclass(frozen=True)
+class HomeserverConfig:
+    """Where and how the embedded homeserver runs."""
+
+    home: Path
+    server_name: str
+    port: int
+    platform_port: int
+    database: DatabaseURL | None = None
+
+    @classmethod
+    def from_settings(cls, **overrides: Any) -> HomeserverConfig:
+        config = cls(
+            home=Path(settings.BEARPIT_HOME),
+            server_name=settings.BEARPIT_MATRIX_SERVER_NAME,
+            port=settings.BEARPIT_MATRIX_PORT,
+            platform_port=settings.BEARPIT_PLATFORM_PORT,
+            database=settings.DATABASE,
+        )
+        return replace(config, **overrides)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / "homeserver"
+
+    @property
+    def config_path(self) -> Path:
+        return self.data_dir / "homeserver.yaml"
+
+    @property
+    def registration_path(self) -> Path:
+        return self.data_dir / "registration.yaml"
+
+    @property
+    def gate_path(self) -> Path:
+        return self.data_dir / "gate.json"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "homeserver.log"
+
+    @property
+    def stderr_path(self) -> Path:
+        return self.data_dir / "stderr.log"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.data_dir / "homeserver.pid"
+
+    @property
+    def socket_path(self) -> Path:
+        return self.home / "run" / "homeserver.sock"
+
+    @property
+    def signing_key_path(self) -> Path:
+        return self.data_dir / f"{self.server_name}.signing.key"
+
+    @property
+    def synapse_database_name(self) -> str | None:
+        return f"{self.database.name}_synapse" if self.database else None
+
+
+def _write_private(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.chmod(0o600)
+    tmp.replace(path)
+
+
+def _kept_secret(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        value = secrets.token_urlsafe(32)
+        _write_private(path, value)
+        return value
+
+
+def _ensure_signing_key(path: Path) -> None:
+    """An ed25519 key in Synapse's format: ``ed25519 <key id> <unpadded base64 seed>``."""
+    if path.exists():
+        return
+    seed = base64.b64encode(secrets.token_bytes(32)).decode().rstrip("=")
+    _write_private(path, f"ed25519 a_{secrets.token_hex(2)} {seed}\n")
+
+
+def load_registration(path: Path | None = None) -> Registration:
+    """Read the registration YAML (the embedded one unless a path is given)."""
+    path = path or Path(settings.BEARPIT_MATRIX_REGISTRATION)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{path}: no application-service registration; run `manage.py pit_homeserver "
+            "--write-config` or set BEARPIT_MATRIX_REGISTRATION"
+        ) from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a YAML mapping")
+    missing = [k for k in ("as_token", "hs_token", "sender_localpart", "url") if not data.get(k)]
+    if missing:
+        raise ValueError(f"{path}: missing {', '.join(missing)}")
+    return Registration(
+        id=str(data.get("id") or AS_ID),
+        as_token=str(data["as_token"]),
+        hs_token=str(data["hs_token"]),
+        sender_localpart=str(data["sender_localpart"]),
+        url=str(data["url"]),
+    )
+
+
+def _write_registration(config: HomeserverConfig) -> None:
+    existing: dict[str, Any] = {}
+    if config.registration_path.exists():
+        existing = yaml.safe_load(config.registration_path.read_text(encoding="utf-8")) or {}
+    registration = {
+        "id": AS_ID,
+        "url": f"http://127.0.0.1:{config.platform_port}",
+        "as_token": existing.get("as_token") or secrets.token_urlsafe(32),
+        "hs_token": existing.get("hs_token") or secrets.token_urlsafe(32),
+        "sender_localpart": SYSTEM_LOCALPART,
+        "rate_limited": False,
+        "namespaces": {
+            "users": [{"exclusive": True, "regex": f"@{USER_PREFIX}.*"}],
+            "aliases": [{"exclusive": True, "regex": f"#{USER_PREFIX}.*"}],
+            "rooms": [],
+        },
+    }
+    _write_private(config.registration_path, yaml.safe_dump(registration, sort_keys=False))
+
+
+def _database_section(config: HomeserverConfig) -> dict[str, Any]:
+    if config.database is None:
+        return {"name": "sqlite3", "args": {"database": str(config.data_dir / "synapse.sqlite3")}}
+    db = config.database
+    args: dict[str, Any] = {"database": config.synapse_database_name, "cp_min": 1, "cp_max": 5}
+    for key, value in (("user", db.user), ("password", db.password), ("host", db.host)):
+        if value:
+            args[key] = value
+    if db.port:
+        args["port"] = int(db.port)
+    return {"name": "psycopg2", "args": args}
+
+
+def _log_config(config: HomeserverConfig) -> str:
+    log_config = {
+        "version": 1,
+        "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+        "handlers": {
+            "file": {
+                "class": "logging.handlers.RotatingFileHandler",
+                "formatter": "plain",
+                "filename": str(config.log_path),
+                "maxBytes": 10_000_000,
+                "backupCount": 2,
+                "encoding": "utf8",
+            }
+        },
+        "loggers": {"synapse.storage.SQL": {"level": "WARNING"}},
+        "root": {"level": "WARNING", "handlers": ["file"]},
+        "disable_existing_loggers": False,
+    }
+    return yaml.safe_dump(log_config)
+
+
+def gate_module_config(config: HomeserverConfig, operator_localpart: str) -> dict[str, Any]:
+    return {
+        "agent_prefix": USER_PREFIX,
+        "exempt": [f"@{operator_localpart}:{config.server_name}"],
+        "allow_file": str(config.gate_path),
+    }
+
+
+def operator_localpart() -> str:
+    return f"{USER_PREFIX}{normalise_localpart(settings.BEARPIT_OPERATOR_USER)}"
+
+
+def normalise_localpart(value: str) -> str:
+    """Lower-case, and anything Matrix does not allow in a localpart becomes ``_``."""
+    allowed = set("abcdefghijklmnopqrstuvwxyz0123456789._=-/+")
+    return "".join(ch if ch in allowed else "_" for ch in value.lower()) or "_"
+
+
+def write_config(config: HomeserverConfig) -> None:
+    """Write (or refresh) every file the embedded homeserver needs."""
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    config.data_dir.chmod(0o700)
+    config.socket_path.parent.mkdir(parents=True, exist_ok=True)
+    (config.data_dir / "media").mkdir(exist_ok=True)
+    _ensure_signing_key(config.signing_key_path)
+    _write_registration(config)
+    if not config.gate_path.exists():
+        _write_private(config.gate_path, '{"side_channel_prefixes": []}\n')
+    log_config_path = config.data_dir / "log.yaml"
+    log_config_path.write_text(_log_config(config), encoding="utf-8")
+
+    client = [{"names": ["client"], "compress": False}]
+    homeserver: dict[str, Any] = {
+        "server_name": config.server_name,
+        "public_baseurl": f"http://127.0.0.1:{config.port}/",
+        "listeners": [
+            {
+                "port": config.port,
+                "bind_addresses": ["127.0.0.1"],
+                "type": "http",
+                "tls": False,
+                "x_forwarded": False,
+                "resources": client,
+            },
+            {"path": str(config.socket_path), "mode": 0o666, "type": "http", "resources": client},
+        ],
+        "database": _database_section(config),
+        "log_config": str(log_config_path),
+        "media_store_path": str(config.data_dir / "media"),
+        "signing_key_path": str(config.signing_key_path),
+        "macaroon_secret_key": _kept_secret(config.data_dir / "macaroon.secret"),
+        "form_secret": _kept_secret(config.data_dir / "form.secret"),
+        "report_stats": False,
+        "enable_metrics": False,
+        "enable_registration": False,
+        "federation_domain_whitelist": [],
+        "trusted_key_servers": [],
+        "suppress_key_server_warning": True,
+        "presence": {"enabled": False},
+        "url_preview_enabled": False,
+        "allow_public_rooms_without_auth": False,
+        "allow_public_rooms_over_federation": False,
+        "app_service_config_files": [str(config.registration_path)],
+        "modules": [
+            {
+                "module": GATE_MODULE,
+                "config": gate_module_config(config, operator_localpart()),
+            }
+        ],
+        **RATE_LIMITS,
+    }
+    _write_private(config.config_path, yaml.safe_dump(homeserver, sort_keys=False))

@@ -1,0 +1,27 @@
+"""``manage.py pit_reap [--dry-run]``: remove sandboxes no live realm owns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from realms.forge.reap import reap
+
+
+class Command(BaseCommand):
+    help = "Stop sandboxes, kill sandbox processes and unmount homes that no live realm owns."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--dry-run", action="store_true", help="list what would be removed; change nothing"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        dry_run = bool(options["dry_run"])
+        found = reap(dry_run=dry_run)
+        verb = "would remove" if dry_run else "removed"
+        for item in found:
+            detail = " ".join(f"{k}={v}" for k, v in item.items() if k != "kind")
+            self.stdout.write(f"{verb} {item['kind']}: {detail}")
+        self.stdout.write(f"{len(found)} item(s) {verb}")

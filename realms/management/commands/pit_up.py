@@ -1,0 +1,118 @@
+"""``pit_up PATH``: validate, launch, provision and run a realm to its end, then print
+the final report. On the embedded default it needs nothing running beforehand."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from realms.models import Realm
+from realms.services import follow
+from realms.services.embedded import EmbeddedPlatform
+from realms.services.launch import LaunchError, LaunchOptions, launch_realm, load_project
+from realms.services.providers import choose_provider
+
+
+def parse_params(items: list[str]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise CommandError(f"-p {item!r}: expected NAME=VALUE")
+        values[name.strip()] = value
+    return values
+
+
+class Command(BaseCommand):
+    help = "Run a scenario package as a realm until it ends, then print its final report."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", help="package folder or manifest file")
+        parser.add_argument("--realm", help="realm id (default: <name>-<6 hex>)")
+        parser.add_argument(
+            "-p", "--param", action="append", default=[], help="NAME=VALUE (repeatable)"
+        )
+        parser.add_argument(
+            "-y", "--yes", action="store_true", help="consent to missing required parameters"
+        )
+        parser.add_argument(
+            "--free-response", action="store_true", help="agents see every Commons message"
+        )
+        parser.add_argument("--provider", help="provider profile to resolve tiers against")
+        parser.add_argument(
+            "--allow-provider-fallback",
+            action="store_true",
+            help="use the offline provider when the configured one cannot be called",
+        )
+
+    def say(self, text: str) -> None:
+        self.stdout.write(text)
+        self.stdout.flush()
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path = Path(options["path"])
+        platform = EmbeddedPlatform(self.say)
+        try:
+            platform.start()
+            realm_id = self._launch_or_resume(path, options)
+            if realm_id is None:
+                return
+            follow.run_to_end(realm_id, self.say)
+            self.stdout.write("")
+            self.stdout.write(follow.report(realm_id))
+        finally:
+            platform.stop()
+
+    def _launch_or_resume(self, path: Path, options: dict[str, Any]) -> str | None:
+        wanted: str | None = options.get("realm")
+        if wanted:
+            existing = Realm.objects.filter(realm_id=wanted).first()
+            if existing is not None and not existing.is_terminal:
+                state = follow.resume(wanted, self.say)
+                if state == Realm.State.RUNNING:
+                    return wanted
+                self._finished(wanted)
+                return None
+        try:
+            project, _ = load_project(path)
+        except LaunchError as exc:
+            raise CommandError("invalid package:\n  " + "\n  ".join(exc.problems)) from exc
+        agents = ", ".join(
+            f"{a.id}{' (referee)' if a.role == 'referee' else ''}" for a in project.agents
+        )
+        ends = ", ".join(t.type for t in project.spec.termination) or "none declared"
+        self.say(f"validate: {project.metadata.name} — agents {agents}; ends on {ends}")
+        try:
+            choice = choose_provider(
+                options.get("provider"), allow_fallback=options["allow_provider_fallback"]
+            )
+            if choice.note:
+                self.say(f"provider: {choice.note}")
+            realm = launch_realm(
+                path,
+                LaunchOptions(
+                    realm_id=wanted,
+                    parameters=parse_params(options["param"]),
+                    allow_missing_parameters=options["yes"],
+                    free_response=options["free_response"],
+                    choice=choice,
+                ),
+            )
+        except LaunchError as exc:
+            raise CommandError("launch refused:\n  " + "\n  ".join(exc.problems)) from exc
+        state = follow.provision_and_start(realm.realm_id, self.say)
+        if state != Realm.State.RUNNING:
+            self._finished(realm.realm_id)
+            return None
+        return realm.realm_id
+
+    def _finished(self, realm_id: str) -> None:
+        realm = Realm.objects.get(realm_id=realm_id)
+        self.stdout.write(f"{realm.state}: {realm_id} — {realm.conclusion_detail}")
+        self.stdout.write("")
+        self.stdout.write(follow.report(realm_id))
+        if realm.state == Realm.State.FAILED:
+            sys.exit(1)

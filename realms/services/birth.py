@@ -1,0 +1,176 @@
+"""Birth configs: what each agent's runtime is told once, at start (format §3.1).
+
+Paths and socket addresses are written as the sandbox sees them: the home at
+``/home/agent``, the platform's sockets under ``/run/bearpit``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from runtime.birth import (
+    BirthConfig,
+    BusSettings,
+    McpServerSettings,
+    ModelSettings,
+    PromptInputs,
+    RosterEntry,
+    Skill,
+)
+
+SANDBOX_HOME = "/home/agent"
+SANDBOX_SOCKETS = "/run/bearpit"
+SANDBOX_SHARED = "/realm/shared"
+STATE_DIR = f"{SANDBOX_HOME}/.bearpit"
+TRACE_FILE = "trace.jsonl"
+
+# Short working knowledge seeded by role (``agent-basics`` / ``referee-basics``) and the
+# opt-in library skills. Scenario-local skills are appended after these.
+BUILTIN_SKILLS: dict[str, str] = {
+    "agent-basics": (
+        "Everything that changes the game happens through a tool call; what you write in chat "
+        "is only talk. Do your tool work first, then post. When you are not addressed and have "
+        "nothing to add, end with an empty reply. Keep notes with remember/recall when the "
+        "conversation gets long."
+    ),
+    "referee-basics": (
+        "You referee: you never play, vote, bid or argue. Establish facts with your tools "
+        "(reveal, tally, scoreboard), record outcomes with score, penalize, flag and "
+        "eliminate, and end the game with rule when it is decided. In a turns realm you get "
+        "one post per round and posting reopens the floor, so finish all tool work first."
+    ),
+    "competitor": "Play to win within the rules; keep your private information private.",
+    "collaborator": "Work with the others toward the shared goal; say plainly what you did.",
+    "referee-scorekeeper": "Score every round as soon as it is resolved, with a short reason.",
+    "referee-progress": "Keep the game moving: name who must act next and what is missing.",
+    "social-deduction": "Reason from what others did, not only from what they say.",
+    "referee-social-deduction": "Keep hidden roles hidden; resolve night actions by tool.",
+}
+
+
+def _skills(agent: Mapping[str, Any], project: Mapping[str, Any]) -> list[Skill]:
+    role_skill = "referee-basics" if agent.get("role") == "referee" else "agent-basics"
+    out = [Skill(name=role_skill, text=BUILTIN_SKILLS[role_skill])]
+    for ref in agent.get("skills") or []:
+        source, name = ref.get("source"), ref.get("ref")
+        if source == "builtin" and name != role_skill and name in BUILTIN_SKILLS:
+            out.append(Skill(name=name, text=BUILTIN_SKILLS[name]))
+        elif source == "local":
+            text = (agent.get("local_skills") or {}).get(name)
+            if text:
+                out.append(Skill(name=name, text=text))
+    for name, text in sorted((project.get("project_skills") or {}).items()):
+        out.append(Skill(name=name, text=text))
+    return out
+
+
+def _budget_note(cap_usd: float | None) -> str | None:
+    if cap_usd is None:
+        return None
+    return (
+        f"your model spend is capped at ${cap_usd:.2f}; when it is spent your model calls "
+        "fail. Be brief."
+    )
+
+
+def build_birth(
+    *,
+    realm_id: str,
+    project: Mapping[str, Any],
+    run_config: Mapping[str, Any],
+    agent_id: str,
+    mxid: str,
+    access_token: str,
+    commons_room_id: str,
+    dm_rooms: Mapping[str, str],
+    users: Mapping[str, str],
+    system_mxid: str,
+    operator_mxid: str,
+    virtual_key: str,
+    model_name: str,
+    realmtools_token: str | None,
+) -> BirthConfig:
+    """The birth config of one agent of a provisioned realm."""
+    agents: list[Mapping[str, Any]] = project.get("agents") or []
+    agent = next(a for a in agents if a["id"] == agent_id)
+    resolved = next(a for a in run_config["agents"] if a["id"] == agent_id)
+    spec = project["spec"]
+    is_referee = agent.get("role") == "referee"
+    require_mention = bool(run_config.get("require_mention", True))
+    sees_all = is_referee and bool(run_config.get("referee_sees_all"))
+    shared = SANDBOX_SHARED if run_config["environment"].get("shared_folder") else None
+    resources = sorted(
+        set(project.get("project_resources") or {}) | set(agent.get("resource_files") or {})
+    )
+    mcp = []
+    if realmtools_token is not None:
+        mcp.append(
+            McpServerSettings(
+                name="realmtools",
+                url="http://realmtools/mcp",
+                socket_path=f"{SANDBOX_SOCKETS}/realmtools.sock",
+                bearer_token=realmtools_token,
+            )
+        )
+    return BirthConfig(
+        run_id=realm_id,
+        agent_id=agent_id,
+        model=ModelSettings(
+            base_url="http://gateway/v1",
+            socket_path=f"{SANDBOX_SOCKETS}/gateway.sock",
+            api_key=virtual_key,
+            name=model_name,
+            context_length=max(1024, int(resolved.get("context_length") or 128_000)),
+        ),
+        bus=BusSettings(
+            homeserver_url="http://homeserver",
+            socket_path=f"{SANDBOX_SOCKETS}/homeserver.sock",
+            mxid=mxid,
+            access_token=access_token,
+            commons_room_id=commons_room_id,
+            dm_rooms=dict(dm_rooms),
+            system_mxid=system_mxid,
+            operator_mxid=operator_mxid,
+            peers=dict(users),
+            require_mention=require_mention and not sees_all,
+            referee_sees_all=sees_all,
+        ),
+        mcp_servers=mcp,
+        skills=_skills(agent, project),
+        prompt=PromptInputs(
+            agent_id=agent_id,
+            display_name=agent.get("name"),
+            mxid=mxid,
+            role="referee" if is_referee else "participant",
+            persona=agent.get("persona") or "",
+            rubric=agent.get("rubric") if is_referee else None,
+            roster=[
+                RosterEntry(
+                    id=a["id"],
+                    name=a.get("name"),
+                    role="referee" if a.get("role") == "referee" else "participant",
+                    description=a.get("description"),
+                )
+                for a in agents
+            ],
+            commons_room="Realm Commons",
+            dm_peers=sorted(dm_rooms),
+            require_mention=require_mention,
+            sees_all=sees_all or not require_mention,
+            realm_goals=list(spec.get("goals") or []),
+            goals=list(agent.get("goals") or []),
+            responsibilities=list(agent.get("responsibilities") or []),
+            resources=resources,
+            resources_dir=f"{SANDBOX_HOME}/resources",
+            shared_folder=shared,
+            guidelines=spec.get("guidelines"),
+            restrictions=spec.get("restrictions"),
+            budget_note=_budget_note(resolved.get("budget_usd")),
+            realmtools=realmtools_token is not None,
+        ),
+        workspace=SANDBOX_HOME,
+        state_dir=f"{STATE_DIR}/state",
+        trace_path=f"{STATE_DIR}/{TRACE_FILE}",
+        transcript_path=f"{STATE_DIR}/transcript.jsonl",
+    )

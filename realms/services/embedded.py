@@ -1,0 +1,96 @@
+"""The embedded default: everything a realm needs, in or under this one process.
+
+``EmbeddedPlatform.start()`` migrates the SQLite database, serves the platform app
+(the homeserver pushes bus events to it), starts the homeserver unless one is
+already running, and serves the model gateway and realmtools on their sockets.
+``stop()`` stops exactly what ``start()`` started, in reverse order. Celery tasks run
+in this process (no broker), through the same task functions production uses.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+
+log = logging.getLogger(__name__)
+
+Say = Callable[[str], None]
+
+
+def run_dir() -> Path:
+    return Path(settings.BEARPIT_HOME) / "run"
+
+
+class EmbeddedPlatform:
+    def __init__(self, say: Say | None = None) -> None:
+        self._say = say or (lambda _text: None)
+        self._stops: list[tuple[str, Callable[[], Any]]] = []
+
+    def start(self) -> EmbeddedPlatform:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        run_dir().mkdir(parents=True, exist_ok=True)
+        if settings.BEARPIT_MATRIX_URL is None:
+            self._start_bus()
+        self._start_gateway()
+        self._start_realmtools()
+
+    def _start_bus(self) -> None:
+        from bearpit.server import PlatformServer
+        from realms.herald.config import HomeserverConfig
+        from realms.herald.homeserver import running_homeserver, start_homeserver
+        from realms.herald.matrix import MatrixError, matrix_client
+
+        server = PlatformServer(settings.BEARPIT_PLATFORM_PORT).start()
+        self._stops.append(("platform server", server.stop))
+        config = HomeserverConfig.from_settings()
+        handle = running_homeserver(config)
+        if handle is None:
+            self._say("starting the homeserver (first start takes a few seconds)")
+            handle = start_homeserver(config)
+            self._stops.append(("homeserver", handle.stop))
+        # A homeserver that held pushes while we were away sends them on a ping.
+        try:
+            with matrix_client() as client:
+                client.ping()
+        except (MatrixError, OSError) as exc:
+            log.info("application-service ping: %s", exc)
+
+    def _start_gateway(self) -> None:
+        from ledger.gateway.server import GatewayServer
+
+        gateway = GatewayServer(uds_path=run_dir() / "gateway.sock").start()
+        self._stops.append(("gateway", gateway.stop))
+
+    def _start_realmtools(self) -> None:
+        from realms.realmtools.server import RealmtoolsServer
+
+        tools = RealmtoolsServer(uds_path=run_dir() / "realmtools.sock")
+        tools.start()
+        self._stops.append(("realmtools", tools.stop))
+
+    def stop(self) -> None:
+        while self._stops:
+            name, stop = self._stops.pop()
+            try:
+                stop()
+            except Exception:
+                log.exception("stopping the %s failed", name)
+
+    def __enter__(self) -> EmbeddedPlatform:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

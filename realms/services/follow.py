@@ -1,0 +1,111 @@
+"""Run one realm to its end from the calling process, with a progress line per phase.
+
+``pit_up`` and ``pit_rerun`` use it in the embedded default: it provisions the
+realm through the same task function a worker runs, then ticks it (through the same
+claimed ``tick_realm``) until it is archived, printing live counts every few seconds.
+Ctrl-C concludes the realm as ``manual``; the report is written either way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from chronicle import selectors
+from chronicle.report import render_report
+from realms.models import Realm
+from realms.services.conclude import conclude_realm
+from realms.services.recovery import recover_realms
+from realms.warden import tasks
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class Counts:
+    messages: int
+    events: int
+    spend_usd: float
+
+    def line(self) -> str:
+        return (
+            f"running: {self.messages} messages, {self.events} events, ${self.spend_usd:.4f} spent"
+        )
+
+
+def counts(realm_id: str) -> Counts:
+    spend = selectors.spend_by_agent(realm_id)
+    return Counts(
+        messages=selectors.message_count(realm_id),
+        events=selectors.event_count(realm_id),
+        spend_usd=sum(t.usd for t in spend.values()),
+    )
+
+
+def _state(realm_id: str) -> str:
+    return str(Realm.objects.values_list("state", flat=True).get(realm_id=realm_id))
+
+
+def provision_and_start(realm_id: str, say: Say) -> str:
+    say(f"provision: realm {realm_id} — bus, keys, birth configs, sandboxes")
+    began = time.monotonic()
+    tasks.provision(realm_id)
+    state = _state(realm_id)
+    if state == Realm.State.RUNNING:
+        agents = Realm.objects.get(realm_id=realm_id).agents.count()
+        say(f"provision: {agents} agents started in {time.monotonic() - began:.1f}s")
+    return state
+
+
+def run_to_end(
+    realm_id: str,
+    say: Say,
+    *,
+    tick_s: float | None = None,
+    progress_s: float | None = None,
+    max_s: float | None = None,
+) -> str:
+    """Tick until the realm is over; returns its final state. Ctrl-C → ``manual``."""
+    tick_every = settings.BEARPIT_TICK_SECONDS if tick_s is None else tick_s
+    progress_every = settings.BEARPIT_PROGRESS_EVERY_S if progress_s is None else progress_s
+    started = last_line = time.monotonic()
+    announced_end = False
+    try:
+        while True:
+            state = _state(realm_id)
+            if state == Realm.State.RUNNING:
+                tasks.tick_realm(realm_id)
+                state = _state(realm_id)
+            if state not in (Realm.State.RUNNING, Realm.State.PROVISIONING):
+                break
+            now = time.monotonic()
+            if max_s is not None and now - started > max_s:
+                conclude_realm(realm_id, "manual", f"the run passed its {max_s:.0f}s limit")
+                break
+            if now - last_line >= progress_every:
+                say(counts(realm_id).line())
+                last_line = now
+            time.sleep(tick_every)
+    except KeyboardInterrupt:
+        say("concluding: manual — interrupted by the operator (Ctrl-C)")
+        announced_end = True
+        conclude_realm(realm_id, "manual", "interrupted by the operator (Ctrl-C)", grace_s=1.0)
+    realm = Realm.objects.get(realm_id=realm_id)
+    if not announced_end and realm.conclusion_reason:
+        say(f"concluding: {realm.conclusion_reason} — {realm.conclusion_detail}")
+    say(f"{realm.state}: {realm_id} — {counts(realm_id).line().removeprefix('running: ')}")
+    return str(realm.state)
+
+
+def resume(realm_id: str, say: Say) -> str:
+    """Recover one realm left live by a crash; its state after recovery."""
+    outcome = recover_realms(only=realm_id)
+    say(f"recover: {realm_id} {outcome.get(realm_id, 'left alone')}")
+    return _state(realm_id)
+
+
+def report(realm_id: str) -> str:
+    return render_report(realm_id)

@@ -1,0 +1,248 @@
+"""Provision: build a pending realm's bus, keys, tokens, birth configs and sandboxes.
+
+Lifecycle ``provisioning`` first; then Herald (users, Commons, DM rooms), Ledger
+(one capped virtual key per agent, carrying its offline script when the provider
+is scripted), realmtools tokens, birth configs, and Forge sandboxes. If any step
+fails, what was built is torn down and the realm ends as ``failed``; the error is
+re-raised for the caller to report.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from chronicle.kinds import Kind, Lifecycle
+from chronicle.services import record_event
+from ledger.services.keys import mint_virtual_key, revoke_realm_keys
+from ledger.services.profiles import all_profiles
+from realms.forge.services import AgentSandboxRequest, release_realm, start_agent_sandboxes
+from realms.herald.bus import agent_credentials, provision_bus, teardown_bus
+from realms.herald.directory import BusAgent, RealmBus
+from realms.models import Realm, RealmAgent
+from realms.realmtools.identity import mint_token
+from realms.services.birth import build_birth
+
+log = logging.getLogger(__name__)
+
+OFFLINE_DIR = "offline"
+
+
+class ProvisionError(Exception):
+    """Provisioning failed; the realm was torn down and marked failed."""
+
+
+def _set_state(realm: Realm, state: str, **fields: Any) -> None:
+    Realm.objects.filter(pk=realm.pk).update(state=state, updated_at=timezone.now(), **fields)
+    realm.state = state
+
+
+def claim_for_provisioning(realm_id: str) -> Realm | None:
+    """Move a pending realm to provisioning; None if another worker has it."""
+    with transaction.atomic():
+        moved = Realm.objects.filter(realm_id=realm_id, state=Realm.State.PENDING).update(
+            state=Realm.State.PROVISIONING, updated_at=timezone.now()
+        )
+        if not moved:
+            return None
+        record_event(realm_id, Kind.LIFECYCLE, {"event": Lifecycle.PROVISIONING})
+    return Realm.objects.get(realm_id=realm_id)
+
+
+def offline_script(package_path: str, agent_id: str) -> str | None:
+    """The agent's scripted-provider script shipped with the package, if any."""
+    if not package_path:
+        return None
+    root = Path(package_path)
+    if root.is_file():
+        root = root.parent
+    for name in (f"{agent_id}.yaml", f"{agent_id}.yml"):
+        path = root / OFFLINE_DIR / name
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    return None
+
+
+def _bus_agents(project: Mapping[str, Any]) -> list[BusAgent]:
+    return [
+        BusAgent(
+            agent_id=a["id"],
+            role=a.get("role", "participant"),
+            private_messaging=a.get("private_messaging") or {},
+        )
+        for a in project.get("agents") or []
+    ]
+
+
+def _mint_keys(realm: Realm) -> dict[str, tuple[str, str]]:
+    """agent id → (model name for the runtime, virtual key secret)."""
+    profiles = all_profiles()
+    out: dict[str, tuple[str, str]] = {}
+    for agent in realm.run_config["agents"]:
+        agent_id = agent["id"]
+        profile = profiles.get(agent["provider"])
+        scripted = profile is not None and profile.transport == "scripted"
+        script = offline_script(realm.package_path, agent_id) if scripted else None
+        budget = agent.get("budget_usd")
+        _key, secret = mint_virtual_key(
+            realm_id=realm.realm_id,
+            agent_id=agent_id,
+            provider=agent["provider"],
+            model=agent["model"],
+            cap_usd=None if budget is None else Decimal(str(budget)),
+            on_exhausted=agent.get("on_exhausted") or "starve",
+            script=script,
+            effort=agent.get("effort"),
+            context_length=agent.get("context_length"),
+        )
+        out[agent_id] = (f"{realm.realm_id}--{agent_id}", secret)
+    return out
+
+
+def _births(
+    realm: Realm, bus: RealmBus, keys: Mapping[str, tuple[str, str]]
+) -> list[AgentSandboxRequest]:
+    """One sandbox request per agent: its birth config and its resource files."""
+    project = realm.project
+    wired = bool(realm.run_config.get("realmtools"))
+    agents = project.get("agents") or []
+    roster = [a["id"] for a in agents if a.get("role") != "referee"]
+    requests: list[AgentSandboxRequest] = []
+    for agent in agents:
+        agent_id = agent["id"]
+        creds = agent_credentials(realm.realm_id, agent_id)
+        token = None
+        if wired:
+            token = mint_token(
+                realm.realm_id,
+                agent_id,
+                "referee" if agent.get("role") == "referee" else "player",
+                roster,
+                agent.get("tools") or [],
+            )
+        model_name, secret = keys[agent_id]
+        birth = build_birth(
+            realm_id=realm.realm_id,
+            project=project,
+            run_config=realm.run_config,
+            agent_id=agent_id,
+            mxid=creds.mxid,
+            access_token=creds.access_token,
+            commons_room_id=creds.commons_room_id,
+            dm_rooms=creds.dm_rooms,
+            users=bus.users,
+            system_mxid=bus.system_user_id,
+            operator_mxid=bus.operator_user_id,
+            virtual_key=secret,
+            model_name=model_name,
+            realmtools_token=token,
+        )
+        resources = {
+            **(project.get("project_resources") or {}),
+            **(agent.get("resource_files") or {}),
+        }
+        requests.append(
+            AgentSandboxRequest(
+                agent_id=agent_id, birth_config=birth.model_dump_json(), resources=resources
+            )
+        )
+        RealmAgent.objects.filter(realm=realm, agent_id=agent_id).update(matrix_user_id=creds.mxid)
+    return requests
+
+
+def provision_realm(realm_id: str) -> Realm | None:
+    """Provision a pending realm; None if it is not pending (someone else has it)."""
+    realm = claim_for_provisioning(realm_id)
+    if realm is None:
+        return None
+    try:
+        turns = realm.project["spec"].get("turns") is not None
+        env = realm.project["spec"].get("environment") or {}
+        bus = provision_bus(
+            realm_id,
+            _bus_agents(realm.project),
+            turns=turns,
+            allow_side_channels=bool(env.get("allow_side_channels", True)),
+        )
+        keys = _mint_keys(realm)
+        requests = _births(realm, bus, keys)
+        rows = start_agent_sandboxes(
+            realm_id,
+            requests,
+            shared_folder=bool((env.get("shared_folder") or {}).get("enabled")),
+            egress=str(env.get("network_egress") or "model_only"),
+        )
+        for row in rows:
+            RealmAgent.objects.filter(realm=realm, agent_id=row.agent_id).update(
+                state=RealmAgent.State.RUNNING, sandbox_id=str(row.pk)
+            )
+    except Exception as exc:
+        log.exception("provisioning %s failed", realm_id)
+        fail_realm(realm, f"provisioning failed: {type(exc).__name__}: {exc}")
+        raise ProvisionError(str(exc)) from exc
+    return realm
+
+
+def fail_realm(realm: Realm, detail: str) -> None:
+    """Tear down whatever exists and record lifecycle ``failed`` (teardown errors noted)."""
+    problems: list[str] = []
+    for what, step in (
+        ("sandboxes", lambda: release_realm(realm.realm_id)),
+        ("keys", lambda: revoke_realm_keys(realm.realm_id)),
+        ("bus", lambda: teardown_bus(realm.realm_id)),
+    ):
+        try:
+            step()
+        except Exception as exc:
+            problems.append(f"{what}: {type(exc).__name__}: {exc}")
+    with transaction.atomic():
+        for problem in problems:
+            record_event(
+                realm.realm_id,
+                Kind.LIFECYCLE,
+                {"event": Lifecycle.TEARDOWN_ERROR, "detail": problem},
+            )
+        record_event(realm.realm_id, Kind.LIFECYCLE, {"event": Lifecycle.FAILED, "detail": detail})
+        _set_state(
+            realm,
+            Realm.State.FAILED,
+            conclusion_reason="failed",
+            conclusion_detail=detail[:2000],
+            concluded_at=timezone.now(),
+        )
+
+
+def start_running(realm_id: str) -> Realm | None:
+    """Provisioned → running: chronicle the rooms, the run_config and the project."""
+    from realms.herald.directory import get_bus
+    from realms.herald.models import BusRoom
+    from realms.warden.models import WardenState
+
+    bus = get_bus(realm_id)
+    side_channels = {room.room_id: room.label for room in bus.rooms.filter(kind=BusRoom.Kind.DM)}
+    with transaction.atomic():
+        realm = Realm.objects.select_for_update().get(realm_id=realm_id)
+        if realm.state != Realm.State.PROVISIONING:
+            return None
+        event = record_event(
+            realm_id,
+            Kind.LIFECYCLE,
+            {
+                "event": Lifecycle.RUNNING,
+                "commons_room": bus.commons_room_id,
+                "side_channels": side_channels,
+                "config": realm.run_config,
+                "project": realm.project,
+                "package": realm.package_path,
+                "require_mention": realm.run_config.get("require_mention", True),
+            },
+        )
+        _set_state(realm, Realm.State.RUNNING, started_at=timezone.now())
+        WardenState.objects.filter(realm=realm).update(watch_started_ms=event.ts_ms)
+    return realm

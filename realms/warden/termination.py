@@ -1,0 +1,286 @@
+"""Termination: does the realm end at this tick, and why.
+
+Conditions are checked in declared order and the first match wins. After the declared
+list come, in this order, the implicit ``referee_verdict`` (when a referee's verdict ends
+the realm and none is declared), ``manual`` (the stop flag) and ``no_active_participants``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from realms.models import Realm
+from realms.warden.snapshot import LiveSnapshot, parse_duration, stop_flag_path
+
+TYPES = (
+    "duration",
+    "stall",
+    "file",
+    "message",
+    "budget_exhausted",
+    "referee_verdict",
+    "machine_terminal",
+)
+MATCH_MODES = ("substring", "exact", "regex")
+SCOPES = ("any_agent", "all_agents", "realm_total")
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    reason: str
+    detail: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"reason": self.reason, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """A text test: ``substring`` (default), ``exact`` or ``regex`` (``re.search``)."""
+
+    pattern: str
+    mode: str = "substring"
+    compiled: re.Pattern[str] | None = None
+
+    def __call__(self, text: str) -> bool:
+        if self.compiled is not None:
+            return self.compiled.search(text) is not None
+        if self.mode == "exact":
+            return text.strip() == self.pattern.strip()
+        return self.pattern in text
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    limit: str | None = None
+    limit_s: float | None = None
+    path: str | None = None
+    content: Matcher | None = None
+    pattern: Matcher | None = None
+    channel: str | None = None
+    count: int = 1
+    scope: str = "any_agent"
+
+
+def parse_conditions(
+    raw: Iterable[Mapping[str, Any]], *, where: str = "termination"
+) -> list[Condition]:
+    """Turn declared conditions into checkable ones; a bad entry raises a located ValueError."""
+    return [_parse_one(item, f"{where}[{i}]") for i, item in enumerate(raw)]
+
+
+def _parse_one(item: Mapping[str, Any], where: str) -> Condition:
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where}: expected an object; got {type(item).__name__}")
+    kind = item.get("type")
+    if kind not in TYPES:
+        raise ValueError(f"{where}.type: must be one of {', '.join(TYPES)}; got {kind!r}")
+    mode = item.get("match_mode") or "substring"
+    if mode not in MATCH_MODES:
+        raise ValueError(
+            f"{where}.match_mode: must be one of {', '.join(MATCH_MODES)}; got {mode!r}"
+        )
+    count = item.get("count")
+    count = 1 if count is None else count
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"{where}.count: expected an integer ≥ 1; got {count!r}")
+
+    limit = item.get("limit")
+    limit_s: float | None = None
+    if kind in ("duration", "stall"):
+        if limit is None:
+            raise ValueError(f"{where}.limit: required field missing")
+        try:
+            limit_s = parse_duration(limit)
+        except ValueError as exc:
+            raise ValueError(f"{where}.limit: {exc}") from None
+
+    path = item.get("path")
+    content = None
+    if kind == "file":
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"{where}.path: required field missing")
+        if item.get("content_match") is not None:
+            content = _matcher(str(item["content_match"]), mode, f"{where}.content_match")
+
+    pattern = None
+    if kind == "message":
+        if not isinstance(item.get("pattern"), str) or not item["pattern"]:
+            raise ValueError(f"{where}.pattern: required field missing")
+        pattern = _matcher(item["pattern"], mode, f"{where}.pattern")
+
+    scope = item.get("scope") or "any_agent"
+    if scope not in SCOPES:
+        raise ValueError(f"{where}.scope: must be one of {', '.join(SCOPES)}; got {scope!r}")
+    return Condition(
+        type=kind,
+        limit=None if limit is None else str(limit),
+        limit_s=limit_s,
+        path=path if isinstance(path, str) else None,
+        content=content,
+        pattern=pattern,
+        channel=item.get("channel") or None,
+        count=count,
+        scope=scope,
+    )
+
+
+def _matcher(pattern: str, mode: str, where: str) -> Matcher:
+    if mode != "regex":
+        return Matcher(pattern, mode)
+    try:
+        return Matcher(pattern, mode, re.compile(pattern))
+    except re.error as exc:
+        raise ValueError(f"{where}: not a valid regular expression: {exc}") from None
+
+
+def evaluate(
+    snapshot: LiveSnapshot,
+    conditions: Sequence[Condition | Mapping[str, Any]],
+    *,
+    verdict_ends_realm: bool,
+) -> Conclusion | None:
+    """The first condition that holds for this snapshot, or ``None`` while the realm runs on.
+
+    ``conditions`` may be parsed :class:`Condition` objects or the declared dicts.
+    """
+    effective = [
+        c if isinstance(c, Condition) else _parse_one(c, f"termination[{i}]")
+        for i, c in enumerate(conditions)
+    ]
+    if verdict_ends_realm and not any(c.type == "referee_verdict" for c in effective):
+        effective.append(Condition(type="referee_verdict"))
+    for condition in effective:
+        found = _CHECKS[condition.type](snapshot, condition)
+        if found is not None:
+            return Conclusion(condition.type, found)
+    if snapshot.stop_requested:
+        return Conclusion("manual", "stop requested by the operator")
+    participants = snapshot.participants
+    if participants and not snapshot.live_participants:
+        return Conclusion("no_active_participants", "every participant has been stopped")
+    return None
+
+
+def _duration(s: LiveSnapshot, c: Condition) -> str | None:
+    assert c.limit_s is not None
+    if s.elapsed_s >= c.limit_s:
+        return f"time limit {c.limit} reached"
+    return None
+
+
+def _stall(s: LiveSnapshot, c: Condition) -> str | None:
+    assert c.limit_s is not None
+    if s.idle_s >= c.limit_s:
+        return f"no activity for {c.limit}"
+    return None
+
+
+def _file(s: LiveSnapshot, c: Condition) -> str | None:
+    assert c.path is not None
+    matched = []
+    for rel, text in sorted(s.shared_files.items()):
+        if not fnmatch.fnmatchcase(rel, c.path):
+            continue
+        if c.content is not None and (text is None or not c.content(text)):
+            continue
+        matched.append(rel)
+    if len(matched) >= c.count:
+        return f"{len(matched)} file(s) match {c.path}: {', '.join(matched[:5])}"
+    return None
+
+
+def _message(s: LiveSnapshot, c: Condition) -> str | None:
+    assert c.pattern is not None
+    channel = c.channel or "commons"
+    hits = [m for m in s.messages if m.channel == channel and c.pattern(m.body)]
+    if len(hits) >= c.count:
+        return f"{len(hits)} message(s) match {c.pattern.pattern!r} (last from {hits[-1].sender})"
+    return None
+
+
+def _budget(s: LiveSnapshot, c: Condition) -> str | None:
+    agents = list(s.agents.values())
+    capped = [a for a in agents if a.cap_usd is not None]
+    if c.scope == "any_agent":
+        spent = [a for a in capped if a.exhausted]
+        if spent:
+            a = spent[0]
+            return f"{a.agent_id} spent ${a.spend_usd:.4f} of its ${a.cap_usd:.4f} cap"
+        return None
+    if not agents or len(capped) != len(agents):
+        return None
+    if c.scope == "all_agents":
+        if all(a.exhausted for a in agents):
+            return "every agent has spent its cap"
+        return None
+    total_cap = sum(a.cap_usd or 0.0 for a in agents)
+    if s.total_spend_usd >= total_cap:
+        return f"the realm spent ${s.total_spend_usd:.4f} of ${total_cap:.4f}"
+    return None
+
+
+def _verdict(s: LiveSnapshot, c: Condition) -> str | None:
+    if s.verdict is None:
+        return None
+    outcome = s.verdict.get("outcome")
+    return f"the referee ruled: {outcome}" if outcome else "the referee ruled"
+
+
+def _machine(s: LiveSnapshot, c: Condition) -> str | None:
+    if s.machine_state is not None and s.machine_state in s.machine_terminal:
+        return f"the state machine reached {s.machine_state}"
+    return None
+
+
+_CHECKS = {
+    "duration": _duration,
+    "stall": _stall,
+    "file": _file,
+    "message": _message,
+    "budget_exhausted": _budget,
+    "referee_verdict": _verdict,
+    "machine_terminal": _machine,
+}
+
+
+def realm_conditions(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> list[Condition]:
+    """The realm's declared conditions: the project's ``spec.termination``, else run_config's."""
+    spec = project.get("spec") if isinstance(project.get("spec"), Mapping) else {}
+    raw = spec.get("termination") if isinstance(spec, Mapping) else None
+    if raw is None:
+        raw = run_config.get("termination") or []
+    return parse_conditions(raw)
+
+
+def verdict_ends_realm(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> bool:
+    """Whether any agent (the referee) holds the realm-ending verdict power."""
+    for agent in run_config.get("agents") or []:
+        if isinstance(agent, Mapping) and agent.get("verdict_ends_realm"):
+            return True
+    for agent in project.get("agents") or []:
+        powers = agent.get("powers") if isinstance(agent, Mapping) else None
+        if isinstance(powers, Mapping) and powers.get("verdict_ends_realm"):
+            return True
+    return False
+
+
+@transaction.atomic
+def request_stop(realm_id: str) -> bool:
+    """Pull the kill switch: mark the realm and write its stop flag file.
+
+    Returns whether a Realm row was marked; the flag is written either way, so a realm
+    known only to the Chronicle (or a worker that reads only the flag) still stops.
+    """
+    marked = Realm.objects.filter(realm_id=realm_id).update(stop_requested=True) > 0
+    flag = stop_flag_path(realm_id)
+    flag.parent.mkdir(parents=True, exist_ok=True)
+    flag.write_text("stop\n", encoding="utf-8")
+    return marked

@@ -1,0 +1,308 @@
+"""One Warden tick over a running realm.
+
+Order: kickoff (once) → feed new Commons speech to the TurnManager → enforce new
+ELIMINATION events → silence handling → deliver PRIVATE events → machine wakes →
+traces → snapshot → budget policy → nudges → termination → conclude.
+
+Bus side effects happen before the matching state is committed, so a tick that
+fails half-way is simply redone by the next one: the Chronicle never holds an
+event twice, at worst a notice is posted twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from chronicle.kinds import Kind
+from chronicle.models import Event, Message, now_ms
+from chronicle.services import record_event
+from realms.forge.services import stop_agent_sandbox
+from realms.herald import floor, posting
+from realms.herald.directory import get_bus
+from realms.herald.models import BusRoom
+from realms.models import Realm, RealmAgent
+from realms.services import traces
+from realms.services.conclude import conclude_realm
+from realms.services.kickoff import kickoff_mentions, kickoff_text
+from realms.warden import budget, nudges, termination
+from realms.warden.dms import Deliver, DmLedger, Notice, Private, plan_deliveries
+from realms.warden.models import WardenState
+from realms.warden.snapshot import build_snapshot
+from realms.warden.turns import (
+    Action,
+    Grant,
+    OpenFloor,
+    Post,
+    TurnConfig,
+    TurnEvent,
+    TurnManager,
+    TurnState,
+)
+
+log = logging.getLogger(__name__)
+
+WAKE_TEXT = "@{agent} — the machine is waiting on you. Call game_state."
+TRACE_EVERY_TICKS = 5
+
+
+@dataclass
+class TickResult:
+    realm_id: str
+    state: str
+    turn_actions: int = 0
+    deliveries: int = 0
+    eliminated: list[str] = field(default_factory=list)
+    concluded: str | None = None
+
+
+def turn_config(realm: Realm) -> TurnConfig | None:
+    turns = realm.run_config.get("turns")
+    if not turns:
+        return None
+    agents = realm.run_config.get("agents") or []
+    referee = realm.run_config.get("referee")
+    return TurnConfig(
+        participants=[a["id"] for a in agents if a.get("role") != "referee"],
+        referee=referee,
+        driving=bool(realm.run_config.get("referee_opens")) and referee is not None,
+        referee_cue=turns.get("referee_cue", "round"),
+        min_rounds=int(turns.get("min_rounds_before_verdict") or 0),
+        silence_timeout_s=float(turns.get("silence_timeout_s") or 90.0),
+        retire_after_misses=int(turns.get("retire_after_misses") or 0),
+        referee_rules=any(a.get("verdict_ends_realm") for a in agents),
+    )
+
+
+def _turn_manager(realm: Realm, state: WardenState) -> TurnManager | None:
+    if state.turns:
+        return TurnManager(TurnState.from_json(state.turns))
+    config = turn_config(realm)
+    return TurnManager.create(config) if config else None
+
+
+def apply_turn_actions(realm: Realm, actions: Sequence[Action]) -> list[dict[str, Any]]:
+    """Carry out floor moves and posts now; return the TURN payloads to chronicle."""
+    realm_id = realm.realm_id
+    referee = realm.run_config.get("referee")
+    events: list[dict[str, Any]] = []
+    for action in actions:
+        if isinstance(action, TurnEvent):
+            events.append(action.payload)
+        elif isinstance(action, Grant):
+            floor.grant_floor(realm_id, action.agent, referee)
+            posting.announce(realm_id, action.text, list(action.mentions))
+        elif isinstance(action, Post):
+            posting.announce(realm_id, action.text, list(action.mentions))
+        elif isinstance(action, OpenFloor):
+            floor.open_floor(realm_id)
+    return events
+
+
+def _kickoff(realm: Realm, tm: TurnManager | None, now_s: float) -> list[dict[str, Any]]:
+    text = kickoff_text(realm.project, realm.run_config)
+    mentions = kickoff_mentions(realm.run_config)
+    actions: list[Action] = tm.start(now_s) if tm else []
+    # A driving referee's opener cue is folded into the kickoff: one post, one wake.
+    if actions and isinstance(actions[0], Grant) and actions[0].agent is None:
+        cue = actions.pop(0)
+        assert isinstance(cue, Grant)
+        floor.grant_floor(realm.realm_id, None, realm.run_config.get("referee"))
+        text = f"{text}\n\n{cue.text}"
+        mentions = list(cue.mentions)
+    posting.kickoff(realm.realm_id, text, mention_all=False) if not mentions else (
+        posting.announce(realm.realm_id, text, mentions)
+    )
+    return apply_turn_actions(realm, actions)
+
+
+def _new_commons(realm_id: str, commons: str, after: int) -> list[Message]:
+    return list(
+        Message.objects.filter(realm_id=realm_id, channel=commons, id__gt=after).order_by("id")
+    )
+
+
+def _new_events(realm_id: str, kind: Kind, after: int) -> list[Event]:
+    return list(Event.objects.filter(realm_id=realm_id, kind=kind, id__gt=after).order_by("id"))
+
+
+def _eliminated(realm_id: str) -> set[str]:
+    out: set[str] = set()
+    for payload in Event.objects.filter(realm_id=realm_id, kind=Kind.ELIMINATION).values_list(
+        "payload", flat=True
+    ):
+        agent = payload.get("agent") if isinstance(payload, dict) else None
+        if isinstance(agent, str) and agent:
+            out.add(agent)
+    return out
+
+
+def _stop_eliminated(realm_id: str, agent: str, stopped: list[str]) -> dict[str, Any] | None:
+    """Stop an eliminated agent's sandbox exactly once; the SYSTEM payload to chronicle."""
+    if agent in stopped:
+        return None
+    stopped.append(agent)
+    try:
+        stop_agent_sandbox(realm_id, agent, "eliminated")
+    except Exception as exc:
+        log.warning("stopping eliminated %s/%s failed: %s", realm_id, agent, exc)
+        return {"event": "agent_stop_failed", "agent": agent, "reason": "eliminated"}
+    return {"event": "agent_stopped", "agent": agent, "reason": "eliminated"}
+
+
+def _dm_rooms(realm_id: str) -> dict[str, str]:
+    bus = get_bus(realm_id)
+    return {
+        room.label: room.room_id for room in bus.rooms.filter(kind=BusRoom.Kind.DM) if room.label
+    }
+
+
+def _quotas(realm: Realm) -> dict[str, int]:
+    return {
+        a["id"]: int((a.get("private_messaging") or {}).get("max_per_round") or 0)
+        for a in realm.run_config.get("agents") or []
+    }
+
+
+def _deliver(realm_id: str, plan: Iterable[Deliver | Notice]) -> int:
+    sent = 0
+    for action in plan:
+        if isinstance(action, Deliver):
+            posting.post_as_agent(
+                realm_id, action.sender, action.room_id, action.text, [action.recipient]
+            )
+            sent += 1
+        else:
+            posting.system_notice(realm_id, action.room_id, action.text)
+    return sent
+
+
+def _wakes(realm_id: str, games: Sequence[Event]) -> None:
+    for event in games:
+        wake = event.payload.get("wake") if isinstance(event.payload, dict) else None
+        for agent in wake or []:
+            if isinstance(agent, str) and agent:
+                posting.announce(realm_id, WAKE_TEXT.format(agent=agent), [agent])
+
+
+def run_tick(realm_id: str) -> TickResult:
+    """One tick. Returns quietly for a realm that is not running."""
+    realm = Realm.objects.filter(realm_id=realm_id).first()
+    if realm is None or realm.state != Realm.State.RUNNING:
+        return TickResult(realm_id, realm.state if realm else "gone")
+    state, _ = WardenState.objects.get_or_create(realm=realm)
+    result = TickResult(realm_id, realm.state)
+    now = now_ms()
+    now_s = now / 1000.0
+    tm = _turn_manager(realm, state)
+    cursors = dict(state.cursors)
+    turn_events: list[dict[str, Any]] = []
+    system_events: list[dict[str, Any]] = []
+
+    if not state.kicked_off:
+        turn_events += _kickoff(realm, tm, now_s)
+        state.kicked_off = True
+
+    bus = get_bus(realm_id)
+    speech = _new_commons(realm_id, bus.commons_room_id, int(cursors.get("message", 0)))
+    eliminations = _new_events(realm_id, Kind.ELIMINATION, int(cursors.get("elimination", 0)))
+    if tm is not None:
+        actions: list[Action] = []
+        for msg in speech:
+            actions += tm.observe(msg.sender_agent or None, msg.body, msg.ts_ms / 1000.0)
+        turn_events += apply_turn_actions(realm, actions)
+    stopped = list(state.stopped_agents)
+    for event in eliminations:
+        agent = event.payload.get("agent") if isinstance(event.payload, dict) else None
+        if isinstance(agent, str) and agent:
+            result.eliminated.append(agent)
+            done = _stop_eliminated(realm_id, agent, stopped)
+            if done is not None:
+                system_events.append(done)
+        if tm is not None:
+            turn_events += apply_turn_actions(
+                realm, tm.remove(agent if isinstance(agent, str) and agent else None, now_s)
+            )
+    if tm is not None:
+        turn_events += apply_turn_actions(realm, tm.tick(now_s))
+
+    privates = _new_events(realm_id, Kind.PRIVATE, int(cursors.get("private", 0)))
+    ledger = DmLedger.from_json(state.dms)
+    if privates:
+        plan = plan_deliveries(
+            [
+                Private(
+                    str(e.payload.get("from")), str(e.payload.get("to")), str(e.payload.get("text"))
+                )
+                for e in privates
+            ],
+            rooms=_dm_rooms(realm_id),
+            eliminated=_eliminated(realm_id),
+            quotas=_quotas(realm),
+            round_number=tm.state.round if tm is not None else None,
+            ledger=ledger,
+        )
+        result.deliveries = _deliver(realm_id, plan)
+    games = _new_events(realm_id, Kind.GAME, int(cursors.get("game", 0)))
+    _wakes(realm_id, games)
+
+    for name, rows in (
+        ("message", speech),
+        ("elimination", eliminations),
+        ("private", privates),
+        ("game", games),
+    ):
+        if rows:
+            cursors[name] = rows[-1].id
+    with transaction.atomic():
+        for payload in turn_events:
+            record_event(realm_id, Kind.TURN, payload)
+        for payload in system_events:
+            record_event(realm_id, Kind.SYSTEM, payload)
+        if result.eliminated:
+            RealmAgent.objects.filter(realm=realm, agent_id__in=result.eliminated).update(
+                state=RealmAgent.State.ELIMINATED
+            )
+        WardenState.objects.filter(pk=state.pk).update(
+            turns=tm.state.to_json() if tm is not None else {},
+            dms=ledger.to_json(),
+            cursors=cursors,
+            stopped_agents=stopped,
+            kicked_off=state.kicked_off,
+            ticks=state.ticks + 1,
+            failures=0,
+        )
+    result.turn_actions = len(turn_events)
+
+    if state.ticks % TRACE_EVERY_TICKS == 0:
+        traces.ingest_all(realm_id)
+    _police(realm, result)
+    return result
+
+
+def _police(realm: Realm, result: TickResult) -> None:
+    """Budget policy, nudges and termination over a fresh snapshot."""
+    realm_id = realm.realm_id
+    snapshot = build_snapshot(realm_id)
+    budget.enforce_budgets(snapshot, stop_agent=lambda agent: _budget_stop(realm_id, agent))
+    nudges.nudge_if_stalled(
+        snapshot,
+        post=lambda text, mentions: posting.announce(realm_id, text, mentions),
+        enabled=bool(realm.run_config.get("stall_nudge", True)),
+    )
+    conclusion = termination.evaluate(
+        snapshot,
+        termination.realm_conditions(realm.project, realm.run_config),
+        verdict_ends_realm=termination.verdict_ends_realm(realm.project, realm.run_config),
+    )
+    if conclusion is not None:
+        result.concluded = conclusion.reason
+        conclude_realm(realm_id, conclusion.reason, conclusion.detail)
+
+
+def _budget_stop(realm_id: str, agent: str) -> None:
+    stop_agent_sandbox(realm_id, agent, "budget exhausted")

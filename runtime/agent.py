@@ -1,0 +1,190 @@
+"""The event-driven driver: sleep until something happens, then run one turn about it.
+
+Wake sources are bus messages, timers and notifications of finished work. Events that arrive
+during a turn are handed to the loop at its next round boundary as one untrusted block. An idle
+agent makes no model calls; a budget refusal makes it dormant (timers no longer wake it) until
+the next bus event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+
+from runtime import __version__
+from runtime.birth import BirthConfig
+from runtime.bus import Bus, BusMessage
+from runtime.filetools import file_tools
+from runtime.hooks import Hooks
+from runtime.loop import AgentLoop, Termination, TurnResult
+from runtime.mcp_client import McpHub
+from runtime.model import ModelClient
+from runtime.prompt import IncomingEvent, envelope, system_prompt
+from runtime.tools import ToolRegistry
+from runtime.trace import Redactor, TraceWriter, TranscriptWriter
+
+STARTUP_MCP_WAIT_S = 10.0
+
+
+def _clock(ts_ms: int) -> str:
+    return datetime.fromtimestamp(ts_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _now_ms() -> int:
+    return int(datetime.now(UTC).timestamp() * 1000)
+
+
+class Agent:
+    def __init__(self, config: BirthConfig, bus: Bus | None, hooks: Hooks | None = None) -> None:
+        self.config = config
+        self.bus = bus
+        self.hooks = hooks or Hooks()
+        redact = Redactor(config.secrets())
+        self.trace = TraceWriter(Path(config.trace_path), config.run_id, config.agent_id, redact)
+        self.transcript = TranscriptWriter(Path(config.transcript_path), redact)
+        self.registry = ToolRegistry(config.tools_allow, config.limits.tool_timeout_s)
+        for tool in file_tools(Path(config.workspace)):
+            self.registry.add_builtin(tool)
+        self.hub = McpHub(config.mcp_servers, self.registry, self.trace)
+        self.model = ModelClient(config.model, config.limits, self.trace)
+        self.loop: AgentLoop | None = None
+        self.dormant = False
+        self.turns: list[TurnResult] = []
+        self._queue: asyncio.Queue[IncomingEvent] = asyncio.Queue()
+        self._reply_room: str | None = None
+        self._timers: list[asyncio.Task[None]] = []
+        self.idle = asyncio.Event()
+
+    # -- wake sources --------------------------------------------------------------------
+
+    def on_bus(self, message: BusMessage) -> None:
+        self._queue.put_nowait(
+            IncomingEvent(
+                kind="message",
+                sender=message.sender,
+                room=message.room_label,
+                room_id=message.room_id,
+                body=message.body,
+                time=_clock(message.ts_ms),
+                event_id=message.event_id,
+            )
+        )
+
+    def notify(self, kind: str, body: str, sender: str = "runtime") -> None:
+        """Wake the agent for something other than a message (a timer, finished work)."""
+        self._queue.put_nowait(IncomingEvent(kind, sender, "(none)", None, body, _clock(_now_ms())))
+
+    async def _timer(self, every_s: float, message: str) -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            self.notify("timer", message, sender="timer")
+
+    # -- life ----------------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        unavailable = await self.hub.start(
+            min([STARTUP_MCP_WAIT_S, *(s.connect_timeout_s for s in self.config.mcp_servers)])
+        )
+        prompt = system_prompt(self.config, self.registry.names(), unavailable)
+        self.loop = AgentLoop(
+            self.config, self.model, self.registry, self.hooks, self.trace, self.transcript, prompt
+        )
+        config_hash = hashlib.sha256(self.config.model_dump_json().encode()).hexdigest()[:16]
+        self.trace.emit(
+            "run_start",
+            version=__version__,
+            config_hash=config_hash,
+            model=self.config.model.name,
+            tools=self.registry.names(),
+            unavailable_servers=unavailable,
+        )
+        for timer in self.config.timers:
+            self._timers.append(asyncio.create_task(self._timer(timer.every_s, timer.message)))
+        if self.bus is not None:
+            await self.bus.start(self.on_bus)
+
+    def _take_pending(self) -> list[IncomingEvent]:
+        batch: list[IncomingEvent] = []
+        while not self._queue.empty():
+            event = self._queue.get_nowait()
+            if event.kind == "timer" and self.dormant:
+                continue
+            batch.append(event)
+            if event.room_id is not None:
+                self._reply_room = event.room_id
+        return batch
+
+    def _drain(self) -> str | None:
+        batch = self._take_pending()
+        if not batch:
+            return None
+        self.trace.emit("wake", source="during_turn", events=[e.event_id for e in batch])
+        return envelope(batch)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Serve wakes until ``stop`` is set. One turn at a time, by construction."""
+        await self.setup()
+        assert self.loop is not None
+        reason = "stopped"
+        try:
+            while not stop.is_set():
+                self.idle.set()
+                first = await self._next_event(stop)
+                if first is None:
+                    break
+                if first.kind == "timer" and self.dormant:
+                    continue
+                self.idle.clear()
+                self._reply_room = first.room_id
+                batch = [first, *self._take_pending()]
+                self.dormant = False
+                self.trace.emit(
+                    "wake",
+                    source=sorted({e.kind for e in batch}),
+                    events=[e.event_id for e in batch],
+                )
+                result = await self.loop.run_turn(envelope(batch), drain=self._drain)
+                self.turns.append(result)
+                self.trace.emit(
+                    "turn_end",
+                    termination=result.termination.value,
+                    steps=result.steps,
+                    tool_calls=result.tool_calls,
+                    error=result.error,
+                )
+                if result.termination is Termination.BUDGET_EXHAUSTED:
+                    self.dormant = True
+                if result.final_text and self.bus is not None:
+                    room = self._reply_room or self.bus.commons_room_id
+                    await self.bus.send(room, result.final_text)
+        except Exception as exc:
+            reason = f"error: {type(exc).__name__}: {exc}"
+            self.trace.emit("error", where="agent.run", error=reason)
+            raise
+        finally:
+            await self.close(reason)
+
+    async def _next_event(self, stop: asyncio.Event) -> IncomingEvent | None:
+        getter = asyncio.create_task(self._queue.get())
+        stopper = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        if getter in done:
+            return getter.result()
+        getter.cancel()
+        return None
+
+    async def close(self, reason: str) -> None:
+        for task in self._timers:
+            task.cancel()
+        if self.bus is not None:
+            with contextlib.suppress(Exception):
+                await self.bus.close()
+        await self.hub.close()
+        await self.model.close()
+        self.trace.emit("run_end", reason=reason, turns=len(self.turns))
+        self.trace.close()
+        self.transcript.close()

@@ -1,0 +1,282 @@
+"""MCP client: one persistent streamable-HTTP session per server, supervised.
+
+A supervising task owns each session: it connects (bearer auth, TCP or a Unix socket), lists the
+tools, re-lists them on ``tools/list_changed``, pings while idle to notice a dead server, and
+reconnects with backoff from 1 s to 60 s without ever giving up. A failed or timed-out call fails
+only that call; while a server is down its tools stay listed and answer "unavailable".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import anyio
+import httpx
+from mcp import ClientSession, McpError, types
+from mcp.client.streamable_http import streamable_http_client
+
+from runtime.birth import McpServerSettings
+from runtime.tools import ToolDefinition, ToolFailure, ToolRegistry
+from runtime.trace import TraceWriter
+
+PING_INTERVAL_S = 5.0
+MAX_BACKOFF_S = 60.0
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class _Broken(Exception):
+    pass
+
+
+def exposed_name(server: str, tool: str) -> str:
+    """``mcp__<server>__<tool>``, sanitised and kept within 64 characters."""
+    name = _UNSAFE.sub("_", f"mcp__{server}__{tool}")
+    if len(name) <= 64:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:55]}_{digest}"
+
+
+def result_text(result: types.CallToolResult) -> str:
+    """Structured content as JSON, unless it is only the SDK's wrapper of a plain result."""
+    structured = result.structuredContent
+    wrapper_only = isinstance(structured, dict) and set(structured) == {"result"}
+    if structured is not None and not (wrapper_only and result.content):
+        return json.dumps(structured, ensure_ascii=False)
+    parts = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        else:
+            parts.append(f"[{block.type} content omitted]")
+    return "\n".join(parts)
+
+
+class McpServer:
+    """The supervised connection to one MCP server."""
+
+    def __init__(
+        self, settings: McpServerSettings, trace: TraceWriter, on_tools: Callable[[], None]
+    ) -> None:
+        self.settings = settings
+        self.name = settings.name
+        self._trace = trace
+        self._on_tools = on_tools
+        self.tools: list[types.Tool] = []
+        self.state = "connecting"
+        self._session: ClientSession | None = None
+        self._broken = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._relist: asyncio.Task[None] | None = None
+        self.connects = 0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._supervise(), name=f"mcp-{self.name}")
+
+    async def wait_ready(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            # Shutting down: whatever the task ended with has been traced already.
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    def _http(self) -> httpx.AsyncClient:
+        headers = {}
+        if self.settings.bearer_token:
+            headers["Authorization"] = f"Bearer {self.settings.bearer_token}"
+        transport = (
+            httpx.AsyncHTTPTransport(uds=self.settings.socket_path)
+            if self.settings.socket_path
+            else None
+        )
+        return httpx.AsyncClient(
+            headers=headers,
+            transport=transport,
+            timeout=httpx.Timeout(
+                self.settings.call_timeout_s, connect=self.settings.connect_timeout_s
+            ),
+            follow_redirects=True,
+        )
+
+    def _set_state(self, state: str, **detail: Any) -> None:
+        self.state = state
+        self._trace.emit("mcp_state", server=self.name, state=state, **detail)
+
+    async def _supervise(self) -> None:
+        backoff = 1.0
+        while True:
+            error = "closed"
+            connects_before = self.connects
+            try:
+                await self._run_session()
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # the SDK tears down with exception groups
+                error = _describe(exc)
+            self._session = None
+            if self.connects > connects_before:
+                backoff = 1.0  # it was up: start the backoff ladder again
+            self._set_state("down", error=error[:300], retry_in_s=backoff)
+            self._ready.set()  # startup may go on; the prompt names the server as unreachable
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    async def _run_session(self) -> None:
+        async with (
+            self._http() as http,
+            streamable_http_client(self.settings.url, http_client=http) as (read, write, _),
+            ClientSession(read, write, message_handler=self._on_message) as session,
+        ):
+            with anyio.fail_after(self.settings.connect_timeout_s):
+                await session.initialize()
+                listing = await session.list_tools()
+            self._session = session
+            self._broken.clear()
+            self.tools = listing.tools
+            self.connects += 1
+            self._set_state("up", tools=len(self.tools))
+            self._ready.set()
+            self._on_tools()
+            while not self._broken.is_set():
+                try:
+                    await asyncio.wait_for(self._broken.wait(), PING_INTERVAL_S)
+                except TimeoutError:
+                    with anyio.fail_after(self.settings.connect_timeout_s):
+                        await session.send_ping()
+            raise _Broken("connection lost")
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            self._relist = asyncio.create_task(self._refresh())
+
+    async def _refresh(self) -> None:
+        session = self._session
+        if session is None:
+            return
+        try:
+            with anyio.fail_after(self.settings.call_timeout_s):
+                listing = await session.list_tools()
+        except Exception as exc:  # the supervisor reconnects and lists again
+            self._trace.emit("mcp_state", server=self.name, state="relist_failed", error=str(exc))
+            return
+        self.tools = listing.tools
+        self._trace.emit(
+            "mcp_state", server=self.name, state="tools_changed", tools=len(self.tools)
+        )
+        self._on_tools()
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> str:
+        session = self._session
+        if session is None or self.state != "up":
+            raise ToolFailure(f"server {self.name} unavailable, retry later", kind="unavailable")
+        timeout = self.settings.call_timeout_s
+        try:
+            with anyio.fail_after(timeout):
+                result = await session.call_tool(
+                    tool, arguments, read_timeout_seconds=timedelta(seconds=timeout)
+                )
+        except TimeoutError:
+            raise ToolFailure(f"{tool} timed out after {timeout:g}s", kind="timeout") from None
+        except McpError as exc:
+            if exc.error.code == httpx.codes.REQUEST_TIMEOUT:
+                raise ToolFailure(f"{tool} timed out after {timeout:g}s", kind="timeout") from None
+            if exc.error.code == types.CONNECTION_CLOSED:
+                self._broken.set()
+                raise ToolFailure(
+                    f"server {self.name} unavailable, retry later", kind="unavailable"
+                ) from None
+            raise ToolFailure(f"{tool}: {exc.error.message}", kind="tool_error") from None
+        except Exception as exc:  # transport trouble: this call fails, the supervisor heals
+            self._broken.set()
+            self._trace.emit("mcp_state", server=self.name, state="call_failed", error=str(exc))
+            raise ToolFailure(
+                f"server {self.name} unavailable, retry later", kind="unavailable"
+            ) from None
+        text = result_text(result)
+        if result.isError:
+            raise ToolFailure(text or f"{tool} failed", kind="tool_error")
+        return text
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
+
+
+class McpHub:
+    """All MCP servers of an agent, and the names their tools are exposed under."""
+
+    def __init__(
+        self, servers: list[McpServerSettings], registry: ToolRegistry, trace: TraceWriter
+    ) -> None:
+        self._registry = registry
+        self.servers = {s.name: McpServer(s, trace, self._register) for s in servers}
+        self.name_map: dict[str, tuple[str, str]] = {}
+
+    async def start(self, ready_timeout: float) -> list[str]:
+        """Connect every server; return the names of those not up within ``ready_timeout``."""
+        for server in self.servers.values():
+            server.start()
+        await asyncio.gather(*(s.wait_ready(ready_timeout) for s in self.servers.values()))
+        return [name for name, s in self.servers.items() if s.state != "up"]
+
+    async def close(self) -> None:
+        await asyncio.gather(*(s.close() for s in self.servers.values()))
+
+    def _offered(self, server: McpServer) -> list[types.Tool]:
+        include = server.settings.include
+        return [
+            t
+            for t in server.tools
+            if (include is None or t.name in include) and t.name not in server.settings.exclude
+        ]
+
+    def _register(self) -> None:
+        counts: dict[str, int] = {}
+        for server in self.servers.values():
+            for tool in self._offered(server):
+                counts[tool.name] = counts.get(tool.name, 0) + 1
+        builtin = set(self._registry.builtin_names())
+        for server in self.servers.values():
+            defs = []
+            for tool in self._offered(server):
+                bare = counts[tool.name] == 1 and tool.name not in builtin
+                name = tool.name if bare else exposed_name(server.name, tool.name)
+                self.name_map[name] = (server.name, tool.name)
+                defs.append(
+                    ToolDefinition(
+                        name=name,
+                        description=tool.description or tool.name,
+                        parameters=tool.inputSchema or {"type": "object"},
+                        handler=_handler(server, tool.name),
+                        # The MCP layer's own timeout answers first, with a clearer message.
+                        timeout_s=server.settings.call_timeout_s + 5,
+                        source=f"mcp:{server.name}",
+                    )
+                )
+            self._registry.replace_source(server.name, defs)
+
+
+def _handler(server: McpServer, tool: str) -> Callable[[dict[str, Any]], Any]:
+    async def call(arguments: dict[str, Any]) -> str:
+        return await server.call(tool, arguments)
+
+    return call

@@ -1,0 +1,299 @@
+"""The model endpoint: OpenAI Chat Completions over HTTP (TCP or the gateway's Unix socket).
+
+Failures are sorted here: retryable (429, 5xx, a gateway that says ``retryable``, a dropped
+connection) are retried with exponential backoff and jitter; a budget refusal and a context
+overflow are raised as their own kinds for the loop to handle; anything else is permanent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from runtime.birth import Limits, ModelSettings
+from runtime.tools import ToolCall
+from runtime.trace import TraceWriter
+
+_OVERFLOW_MARKERS = (
+    "context length",
+    "maximum context",
+    "context_length_exceeded",
+    "tokens exceeded",
+    "too many tokens",
+    "token limit",
+    "string too long",
+)
+
+
+class ProviderError(Exception):
+    """A model call failed; ``retryable`` says whether trying again can help."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class BudgetExceeded(ProviderError):
+    """The gateway refused the call because the agent's cap is spent."""
+
+    def __init__(self, message: str, status: int | None) -> None:
+        super().__init__(message, status=status, retryable=False)
+
+
+class ContextOverflow(ProviderError):
+    def __init__(self, message: str, status: int | None) -> None:
+        super().__init__(message, status=status, retryable=False)
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
+class ModelReply:
+    content: str
+    tool_calls: list[ToolCall]
+    finish_reason: str | None
+    usage: Usage
+    latency_s: float
+    raw_message: dict[str, Any] = field(default_factory=dict)
+
+
+def classify(status: int, body: bytes) -> ProviderError:
+    """Turn an HTTP error answer into the right ProviderError."""
+    text = body.decode("utf-8", "replace")
+    message, code, retryable_flag = text[:500], "", None
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError:
+        payload = None
+    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        err = payload["error"]
+        message = str(err.get("message", message))[:500]
+        code = str(err.get("code") or err.get("type") or "")
+        if isinstance(err.get("retryable"), bool):
+            retryable_flag = err["retryable"]
+    lowered = f"{code} {message}".lower()
+    if status == 402 or "budget_exceeded" in lowered:
+        return BudgetExceeded(f"budget exhausted: {message}", status)
+    if any(marker in lowered for marker in _OVERFLOW_MARKERS):
+        return ContextOverflow(message, status)
+    retryable = retryable_flag if retryable_flag is not None else (status == 429 or status >= 500)
+    return ProviderError(f"HTTP {status}: {message}", status=status, retryable=retryable)
+
+
+def _json_mode_schema(tool_names: list[str]) -> dict[str, Any]:
+    call: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", **({"enum": tool_names} if tool_names else {})},
+            "arguments": {"type": "object"},
+        },
+        "required": ["name", "arguments"],
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "message": {"type": "string"},
+            "tool_calls": {"type": "array", "items": call},
+        },
+        "required": ["message", "tool_calls"],
+    }
+
+
+def _to_json_mode(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Rewrite a native tool-calling history for a model that only speaks JSON output."""
+    lines = [
+        'Answer ONLY with a JSON object {"message": str, "tool_calls": [{"name", '
+        '"arguments"}]}. Put tool calls in tool_calls; leave it empty to just reply.',
+        "Tools (name: JSON schema of arguments):",
+    ]
+    for tool in tools:
+        fn = tool["function"]
+        lines.append(f"- {fn['name']}: {fn['description']} {json.dumps(fn['parameters'])}")
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        if msg["role"] == "assistant" and msg.get("tool_calls"):
+            calls = [
+                {"name": fn["name"], "arguments": _loads_or_raw(fn["arguments"])}
+                for fn in (c["function"] for c in msg["tool_calls"])
+            ]
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": json.dumps(
+                        {"message": msg.get("content") or "", "tool_calls": calls}
+                    ),
+                }
+            )
+        elif msg["role"] == "tool":
+            text = f"[result of tool call {msg['tool_call_id']}]\n{msg['content']}"
+            if out and out[-1]["role"] == "user" and out[-1].get("_tool_results"):
+                out[-1]["content"] += "\n\n" + text
+            else:
+                out.append({"role": "user", "content": text, "_tool_results": True})
+        else:
+            out.append(dict(msg))
+    for msg in out:
+        msg.pop("_tool_results", None)
+    if out and out[0]["role"] == "system":
+        out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + "\n".join(lines)}
+    else:
+        out.insert(0, {"role": "system", "content": "\n".join(lines)})
+    return out
+
+
+def _loads_or_raw(raw: str) -> Any:
+    try:
+        return json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        return raw
+
+
+class ModelClient:
+    """One HTTP client to the model endpoint, reused for the agent's whole life."""
+
+    def __init__(self, settings: ModelSettings, limits: Limits, trace: TraceWriter) -> None:
+        self.settings = settings
+        self._limits = limits
+        self._trace = trace
+        transport = (
+            httpx.AsyncHTTPTransport(uds=settings.socket_path) if settings.socket_path else None
+        )
+        self._http = httpx.AsyncClient(
+            base_url=settings.base_url.rstrip("/") + "/",
+            transport=transport,
+            headers={"Authorization": f"Bearer {settings.api_key}"},
+            timeout=httpx.Timeout(settings.request_timeout_s, connect=10.0),
+        )
+        self._json_counter = 0
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    def build_body(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.settings.name,
+            "max_tokens": max_tokens or self.settings.max_output_tokens,
+        }
+        if self.settings.temperature is not None:
+            body["temperature"] = self.settings.temperature
+        if self.settings.tool_mode == "json" and tools:
+            body["messages"] = _to_json_mode(messages, tools)
+            names = [t["function"]["name"] for t in tools]
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "agent_action", "schema": _json_mode_schema(names)},
+            }
+        else:
+            body["messages"] = messages
+            if tools:
+                body["tools"] = tools
+        return body
+
+    async def complete(self, body: dict[str, Any], *, json_tools: bool) -> ModelReply:
+        """Send one request, retrying what can be retried; raise ProviderError otherwise."""
+        attempt = 0
+        while True:
+            try:
+                return await self._once(body, json_tools=json_tools)
+            except ProviderError as exc:
+                self._trace.emit(
+                    "provider_error",
+                    status=exc.status,
+                    error=str(exc)[:300],
+                    kind=type(exc).__name__,
+                    retryable=exc.retryable,
+                    attempt=attempt,
+                )
+                if not exc.retryable or attempt >= self._limits.provider_retries:
+                    raise
+                # 2 s, 8 s, 32 s ... with ±25 % jitter so a herd of agents spreads out.
+                delay = self._limits.backoff_base_s * (4**attempt)
+                await asyncio.sleep(delay * random.uniform(0.75, 1.25))  # noqa: S311
+                attempt += 1
+
+    async def _once(self, body: dict[str, Any], *, json_tools: bool) -> ModelReply:
+        started = time.monotonic()
+        try:
+            response = await self._http.post("chat/completions", json=body)
+        except httpx.TimeoutException as exc:
+            raise ProviderError(f"model request timed out: {exc}", retryable=True) from None
+        except httpx.TransportError as exc:
+            raise ProviderError(f"cannot reach the model endpoint: {exc}", retryable=True) from None
+        latency = time.monotonic() - started
+        if response.status_code >= 400:
+            raise classify(response.status_code, response.content)
+        try:
+            payload = response.json()
+            choice = payload["choices"][0]
+            message = choice["message"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise ProviderError(
+                f"malformed completion: {response.text[:200]}",
+                status=response.status_code,
+                retryable=True,
+            ) from None
+        usage_raw = payload.get("usage") or {}
+        usage = Usage(
+            prompt_tokens=int(usage_raw.get("prompt_tokens") or 0),
+            completion_tokens=int(usage_raw.get("completion_tokens") or 0),
+        )
+        content = message.get("content") or ""
+        if json_tools:
+            content, calls = self._parse_json_mode(content)
+        else:
+            calls = [
+                ToolCall(
+                    id=str(c.get("id") or f"call_{i}"),
+                    name=str(c.get("function", {}).get("name", "")),
+                    arguments_json=str(c.get("function", {}).get("arguments") or ""),
+                )
+                for i, c in enumerate(message.get("tool_calls") or [])
+            ]
+        return ModelReply(
+            content=content,
+            tool_calls=calls,
+            finish_reason=choice.get("finish_reason"),
+            usage=usage,
+            latency_s=latency,
+            raw_message=message,
+        )
+
+    def _parse_json_mode(self, content: str) -> tuple[str, list[ToolCall]]:
+        try:
+            data = json.loads(content)
+        except json.JSONDecodeError:
+            return content, []
+        if not isinstance(data, dict):
+            return content, []
+        calls: list[ToolCall] = []
+        for item in data.get("tool_calls") or []:
+            if not isinstance(item, dict):
+                continue
+            self._json_counter += 1
+            args = item.get("arguments", {})
+            calls.append(
+                ToolCall(
+                    id=f"json_{self._json_counter}",
+                    name=str(item.get("name", "")),
+                    arguments_json=args if isinstance(args, str) else json.dumps(args),
+                )
+            )
+        return str(data.get("message") or ""), calls

@@ -1,0 +1,125 @@
+"""A local OpenAI-compatible provider whose behaviour is picked by the model name.
+
+``ok`` answers (streaming too, with usage when asked); ``rate-limited`` → 429; ``broken``
+→ 500; ``hang`` never answers; ``slow-stream`` streams one chunk every 50 ms for 10 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+class FakeUpstream:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.auth_headers: list[str] = []
+        self.slow_stream_closed = threading.Event()
+        self.port = 0
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        self.auth_headers.append(request.headers.get("authorization", ""))
+        model = body["model"]
+        if model == "rate-limited":
+            return JSONResponse({"error": {"message": "slow down"}}, status_code=429)
+        if model == "broken":
+            return JSONResponse({"error": {"message": "boom"}}, status_code=500)
+        if model == "hang":
+            await asyncio.sleep(3600)
+        if model == "slow-stream":
+            return StreamingResponse(self._slow(), media_type="text/event-stream")
+        text = "fake reply"
+        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+        if body.get("stream"):
+            return StreamingResponse(self._fast(body, text, usage), media_type="text/event-stream")
+        return JSONResponse(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": usage,
+            }
+        )
+
+    @staticmethod
+    def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        obj = {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+    async def _fast(self, body: dict[str, Any], text: str, usage: dict[str, int]):  # type: ignore[no-untyped-def]
+        yield self._chunk({"role": "assistant", "content": ""})
+        for word in text.split(" "):
+            yield self._chunk({"content": word + " "})
+        yield self._chunk({}, "stop")
+        if (body.get("stream_options") or {}).get("include_usage"):
+            obj = {"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": usage}
+            yield b"data: " + json.dumps(obj).encode() + b"\n\n"
+        yield b"data: [DONE]\n\n"
+
+    async def _slow(self):  # type: ignore[no-untyped-def]
+        try:
+            yield self._chunk({"role": "assistant", "content": ""})
+            for i in range(200):
+                await asyncio.sleep(0.05)
+                yield self._chunk({"content": f"w{i} "})
+            yield b"data: [DONE]\n\n"
+        finally:
+            self.slow_stream_closed.set()
+
+    def start(self) -> FakeUpstream:
+        app = Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False)
+        self._server = uvicorn.Server(config)
+        server = self._server
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("fake upstream did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            self._server.force_exit = True
+        if self._thread is not None:
+            self._thread.join(10)

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from realms.forge import layout
+from realms.forge.models import Sandbox
+from realms.forge.services import (
+    AgentSandboxRequest,
+    release_realm,
+    start_agent_sandboxes,
+    stop_realm_sandboxes,
+)
+from realms.forge.spec import MIB, Limits
+from realms.models import Realm
+
+# A uid range of its own per test session, so sessions sharing the host never collide.
+UID_BASE = 400000 + secrets.randbelow(500) * 1000
+
+SMALL = Limits(
+    memory_bytes=192 * MIB,
+    cpus=1.0,
+    max_processes=48,
+    disk_bytes=16 * MIB,
+    shared_disk_bytes=16 * MIB,
+)
+
+VIRTUAL_KEY = "sk-virtual-0123456789abcdef"
+BUS_TOKEN = "syt_bus_token_abcdefghijkl"
+
+
+def birth_config(agent_id: str) -> str:
+    return json.dumps(
+        {
+            "agent": agent_id,
+            "model": {"base_url": "http://gateway/v1", "api_key": f"{VIRTUAL_KEY}-{agent_id}"},
+            "bus": {"access_token": f"{BUS_TOKEN}-{agent_id}"},
+            "mcp_servers": {"realm": {"headers": {"Authorization": "Bearer mcp-token-xyz987"}}},
+        }
+    )
+
+
+@pytest.fixture(autouse=True)
+def forge_settings(settings: Any) -> Any:
+    settings.BEARPIT_SANDBOX = "bwrap"
+    settings.BEARPIT_SANDBOX_UID_BASE = UID_BASE
+    settings.BEARPIT_SANDBOX_UID_COUNT = 500
+    layout.sockets_dir().mkdir(parents=True, exist_ok=True)
+    layout.sockets_dir().chmod(0o755)
+    return settings
+
+
+@pytest.fixture
+def make_realm() -> Iterator[Callable[..., Realm]]:
+    made: list[str] = []
+
+    def make(state: str = Realm.State.RUNNING) -> Realm:
+        realm_id = f"forge-{secrets.token_hex(3)}"
+        made.append(realm_id)
+        return Realm.objects.create(realm_id=realm_id, package_name="forge-test", state=state)
+
+    yield make
+    for realm_id in made:
+        stop_realm_sandboxes(realm_id, "test over")
+        release_realm(realm_id)
+
+
+def script_request(agent_id: str, script: str, *args: str) -> AgentSandboxRequest:
+    """A sandbox whose 'runtime' is a script placed in its home's resources."""
+    return AgentSandboxRequest(
+        agent_id=agent_id,
+        birth_config=birth_config(agent_id),
+        resources={"probe.py": script},
+        argv=[sys.executable, f"{layout.SANDBOX_HOME}/resources/probe.py", *args],
+    )
+
+
+def start(realm_id: str, requests: list[AgentSandboxRequest], **kwargs: Any) -> list[Sandbox]:
+    kwargs.setdefault("limits", SMALL)
+    return start_agent_sandboxes(realm_id, requests, **kwargs)
+
+
+def wait_for_file(path: Path, timeout: float = 30.0, done: str | None = None) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if done is None or done in text:
+                return text
+        time.sleep(0.05)
+    raise AssertionError(f"{path} did not appear (with {done!r}) within {timeout} s")

@@ -1,0 +1,107 @@
+"""Celery tasks, the pit_reap command and the development backend."""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+
+import pytest
+from django.core.management import call_command
+
+from realms.forge import layout, procs, tasks
+from realms.forge.models import Sandbox
+from realms.forge.runcode import run_code
+from realms.forge.services import AgentSandboxRequest, claim_realm, stop_agent_sandbox
+from realms.models import Realm
+from tests.realms.forge.conftest import birth_config, script_request, start
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
+
+SLEEPER = "import time; time.sleep(300)"
+
+
+def test_claim_realm_is_conditional(make_realm):
+    realm = make_realm(state=Realm.State.PENDING)
+    assert claim_realm(realm.realm_id, [Realm.State.PENDING], Realm.State.PROVISIONING)
+    assert not claim_realm(realm.realm_id, [Realm.State.PENDING], Realm.State.PROVISIONING)
+    assert not claim_realm("no-such-realm", [Realm.State.PENDING], Realm.State.PROVISIONING)
+
+
+def test_provision_and_teardown_tasks(make_realm, settings):
+    settings.BEARPIT_SANDBOX_MEMORY_MB = 192
+    settings.BEARPIT_SANDBOX_PIDS = 48
+    settings.BEARPIT_SANDBOX_DISK_MB = 16
+    settings.BEARPIT_SANDBOX_SHARED_DISK_MB = 16
+    realm = make_realm(state=Realm.State.PENDING)
+    realm.project = {
+        "spec": {"environment": {"shared_folder": {"enabled": True}}, "outputs": ["*.txt"]}
+    }
+    realm.save()
+    tasks.register_request_builder(lambda r: [script_request("alpha", SLEEPER)])
+    try:
+        _provision_and_teardown(realm)
+    finally:
+        tasks.register_request_builder(None)
+
+
+def _provision_and_teardown(realm):
+    assert tasks.provision_realm.delay(realm.realm_id).get() == ["alpha"]
+    assert Sandbox.objects.get(realm_id=realm.realm_id).limits["max_processes"] == 48
+    # A duplicate delivery finds the realm claimed and starts nothing more.
+    assert tasks.provision_realm.delay(realm.realm_id).get() == []
+    assert Sandbox.objects.filter(realm_id=realm.realm_id).count() == 1
+    assert (
+        run_code(realm.realm_id, "alpha", "open('/realm/shared/a.txt','w').write('hi')").exit_code
+        == 0
+    )
+
+    captured = tasks.teardown_realm.delay(realm.realm_id).get()
+    assert captured == [
+        {"path": "a.txt", "bytes": 2, "sha256": captured[0]["sha256"]},
+    ]
+    row = Sandbox.objects.get(realm_id=realm.realm_id)
+    assert row.state == Sandbox.State.STOPPED
+    assert not procs.is_same_process(row.pid, row.pid_start_time)
+    # A repeated delivery changes nothing: the captured file stays as it was.
+    assert tasks.teardown_realm.delay(realm.realm_id).get() == []
+    assert (layout.outputs_dir(realm.realm_id) / "a.txt").read_text() == "hi"
+
+
+def test_pit_reap_command(make_realm):
+    realm = make_realm()
+    rows = start(realm.realm_id, [script_request("alpha", SLEEPER)])
+    Realm.objects.filter(pk=realm.pk).update(state=Realm.State.FAILED)
+    out = io.StringIO()
+    call_command("pit_reap", "--dry-run", stdout=out)
+    assert f"would remove sandbox: realm={realm.realm_id} agent=alpha" in out.getvalue()
+    assert procs.is_same_process(rows[0].pid, rows[0].pid_start_time)
+    out = io.StringIO()
+    call_command("pit_reap", stdout=out)
+    assert f"removed sandbox: realm={realm.realm_id} agent=alpha" in out.getvalue()
+    assert not procs.is_same_process(rows[0].pid, rows[0].pid_start_time)
+
+
+def test_process_backend_warns_and_runs(make_realm, settings, caplog):
+    settings.BEARPIT_SANDBOX = "process"
+    realm = make_realm()
+    probe = "import os, time\nopen('started', 'w').write(os.getcwd())\ntime.sleep(300)"
+    request = AgentSandboxRequest(
+        agent_id="alpha",
+        birth_config=birth_config("alpha"),
+        resources={"probe.py": probe},
+        argv=["/usr/bin/env", "python3", f"{layout.SANDBOX_HOME}/resources/probe.py"],
+    )
+    with caplog.at_level(logging.WARNING, logger="realms.forge"):
+        rows = start(realm.realm_id, [request])
+    assert "NO ISOLATION" in caplog.text
+    assert rows[0].backend == "process"
+    started = layout.home_dir(realm.realm_id, "alpha") / "started"
+    deadline = time.monotonic() + 10
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.read_text() == str(layout.home_dir(realm.realm_id, "alpha"))
+    result = run_code(realm.realm_id, "alpha", "print('sk-virtual-0123456789abcdef-alpha')")
+    assert result.output.strip() == "[redacted]"
+    assert stop_agent_sandbox(realm.realm_id, "alpha", "done") is True
+    assert not procs.is_same_process(rows[0].pid, rows[0].pid_start_time)

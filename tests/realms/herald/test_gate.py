@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+
+from realms.herald.bus import BusAgent, provision_bus
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+
+def _create_room(client):
+    return client.post(
+        "/_matrix/client/v3/createRoom", {"name": "secret", "preset": "private_chat"}
+    )
+
+
+def _invite(client, room_id, user_id):
+    return client.post(
+        f"/_matrix/client/v3/rooms/{quote(room_id, safe='')}/invite", {"user_id": user_id}
+    )
+
+
+def test_agents_may_not_open_side_channels(homeserver, realm_id, agent_client):
+    bus = provision_bus(
+        realm_id, [BusAgent("a"), BusAgent("b")], turns=False, allow_side_channels=False
+    )
+    a = agent_client(realm_id, "a")
+    created = _create_room(a)
+    assert created.status_code == 403, created.text
+    assert created.json()["errcode"] == "M_FORBIDDEN"
+    invited = _invite(a, bus.commons_room_id, bus.users["b"])
+    assert invited.status_code == 403
+
+
+def test_side_channel_realms_may_create_rooms_and_invite_each_other(
+    homeserver, realm_id, agent_client
+):
+    bus = provision_bus(
+        realm_id, [BusAgent("a"), BusAgent("b")], turns=False, allow_side_channels=True
+    )
+    a, b = agent_client(realm_id, "a"), agent_client(realm_id, "b")
+    created = _create_room(a)
+    assert created.status_code == 200, created.text
+    room_id = created.json()["room_id"]
+    assert _invite(a, room_id, bus.users["b"]).status_code == 200
+    joined = b.post(f"/_matrix/client/v3/join/{quote(room_id, safe='')}", {})
+    assert joined.status_code == 200, joined.text
+
+
+def test_side_channels_stay_inside_the_realm(homeserver, realm_id, agent_client):
+    open_bus = provision_bus(realm_id, [BusAgent("a")], turns=False, allow_side_channels=True)
+    closed_id = realm_id + "x"
+    closed_bus = provision_bus(closed_id, [BusAgent("c")], turns=False, allow_side_channels=False)
+    a, c = agent_client(realm_id, "a"), agent_client(closed_id, "c")
+    room_id = _create_room(a).json()["room_id"]
+    assert _invite(a, room_id, closed_bus.users["c"]).status_code == 403
+    # …and the confined agent cannot join a room it was not invited to.
+    joined = c.post(f"/_matrix/client/v3/join/{quote(room_id, safe='')}", {})
+    assert joined.status_code == 403
+    assert open_bus.users["a"] != closed_bus.users["c"]

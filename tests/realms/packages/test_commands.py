@@ -1,0 +1,130 @@
+"""``pit_validate``, ``pit_params`` and ``pit_schema``."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+from django.core.management import CommandError, call_command
+
+from .helpers import COMPAT, REPO, base_project, write_package
+
+
+def run(*args):
+    out, err = io.StringIO(), io.StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_validate_prints_the_package():
+    out, _ = run("pit_validate", str(COMPAT / "param-relay"))
+    lines = out.splitlines()
+    assert lines[0] == "Package: param-relay (project.json, bearpit/v1alpha1)"
+    assert "  warden  referee      tier medium  tools: -" in lines
+    assert "Referee: warden" in lines
+    assert "Termination: referee_verdict, duration 60m, stall 20m" in lines
+    assert "Tool problems: none" in lines
+    assert any(line.startswith("  * team_name (string) = (no default)") for line in lines)
+    assert any(line.startswith("    seed_word (string) = 'MANGO' [overridden]") for line in lines)
+    assert "Memory: every agent starts fresh (ephemeral)" in lines
+    assert lines[-1] == "OK"
+
+
+def test_validate_shows_machine_tools_and_memory_note(tmp_path):
+    out, _ = run("pit_validate", str(COMPAT / "poker-table"))
+    assert "Mechanics: state-machine (8 states, 16 transitions)" in out
+    root = write_package(
+        tmp_path / "pkg",
+        agents={"solo": {"id": "solo", "tools": ["web_search"], "memory": "persistent"}},
+    )
+    out, _ = run("pit_validate", str(root))
+    assert "Tool problems:\n  agents/solo/agent.json: tools[0]: web_search is not provided" in out
+    assert "Memory: persistent memory is not supported; solo start fresh" in out
+
+
+def test_validate_lists_every_error_and_fails(tmp_path):
+    root = write_package(
+        tmp_path / "pkg",
+        agents={"pong": {"id": "pong", "budget": {"on_exhausted": "stop"}, "color": "x"}},
+    )
+    err = io.StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command("pit_validate", str(root), stdout=io.StringIO(), stderr=err)
+    assert caught.value.returncode == 1
+    assert err.getvalue().splitlines() == [
+        'agents/pong/agent.json: color: expected a colour as #RRGGBB; got "x"',
+        "agents/pong/agent.json: budget.on_exhausted: expected one of starve, starve_then_kill, "
+        'kill; got "stop"',
+    ]
+    assert "invalid package (2 problems)" in str(caught.value)
+
+
+@pytest.mark.timeout(60)
+def test_validate_subprocess_exit_codes_and_no_traceback(tmp_path):
+    junk = tmp_path / "junk.json"
+    junk.write_bytes(b"\xff\xfe\x00garbage")
+    bad = subprocess.run(
+        [sys.executable, "manage.py", "pit_validate", str(junk)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
+    assert bad.returncode == 1
+    assert "junk.json: is not UTF-8 text" in bad.stderr
+    assert "Traceback" not in bad.stderr + bad.stdout
+    good = subprocess.run(
+        [sys.executable, "manage.py", "pit_validate", str(COMPAT / "toolcheck")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
+    assert good.returncode == 0, good.stderr
+    assert good.stdout.rstrip().endswith("OK")
+
+
+def test_params_lists_origins_bounds_and_uses():
+    out, _ = run("pit_params", str(COMPAT / "poker-table"))
+    assert out.splitlines() == [
+        "Parameters (* = required; [origin] of the default):",
+        "    hands (int) = '10' [inline] — How many hands the table plays (the realm's 12h cap "
+        "fits about 24 at the observed 25-30 min per hand)",
+        "      min 1; max 24",
+        "      used in: spec.goals[0], spec.guidelines",
+    ]
+    out, _ = run("pit_params", str(COMPAT / "param-relay"))
+    assert "      choices: brisk, formal, playful" in out
+    out, _ = run("pit_params", str(COMPAT / "toolcheck"))
+    assert out.strip() == "No parameters."
+
+
+def test_params_on_an_invalid_package(tmp_path):
+    with pytest.raises(CommandError):
+        call_command(
+            "pit_params", str(tmp_path / "missing"), stdout=io.StringIO(), stderr=io.StringIO()
+        )
+
+
+def test_schema_writes_usable_json_schemas(tmp_path):
+    out, _ = run("pit_schema", "-o", str(tmp_path / "schemas"))
+    project_schema = json.loads((tmp_path / "schemas" / "project.schema.json").read_text())
+    agent_schema = json.loads((tmp_path / "schemas" / "agent.schema.json").read_text())
+    assert "wrote" in out
+    jsonschema.Draft202012Validator.check_schema(project_schema)
+    jsonschema.Draft202012Validator.check_schema(agent_schema)
+    # The corpus manifests conform, and an unknown key or a bad enum does not.
+    project_validator = jsonschema.Draft202012Validator(project_schema)
+    agent_validator = jsonschema.Draft202012Validator(agent_schema)
+    for manifest in sorted(COMPAT.glob("*/project.json")):
+        doc = json.loads(manifest.read_text())
+        assert not list(project_validator.iter_errors(doc)), manifest
+    for manifest in sorted(COMPAT.glob("*/agents/*/agent.json")):
+        assert not list(agent_validator.iter_errors(json.loads(manifest.read_text()))), manifest
+    assert list(project_validator.iter_errors({**base_project(), "surprise": 1}))
+    assert list(agent_validator.iter_errors({"id": "x", "role": "boss"}))
+    assert list(agent_validator.iter_errors({"id": "x", "resource_files": {}}))
