@@ -57,11 +57,12 @@ class Agent:
         self._reply_room: str | None = None
         self._timers: list[asyncio.Task[None]] = []
         self.idle = asyncio.Event()
+        self._wake = asyncio.Event()
 
     # -- wake sources --------------------------------------------------------------------
 
     def on_bus(self, message: BusMessage) -> None:
-        self._queue.put_nowait(
+        self._enqueue(
             IncomingEvent(
                 kind="message",
                 sender=message.sender,
@@ -75,7 +76,11 @@ class Agent:
 
     def notify(self, kind: str, body: str, sender: str = "runtime") -> None:
         """Wake the agent for something other than a message (a timer, finished work)."""
-        self._queue.put_nowait(IncomingEvent(kind, sender, "(none)", None, body, _clock(_now_ms())))
+        self._enqueue(IncomingEvent(kind, sender, "(none)", None, body, _clock(_now_ms())))
+
+    def _enqueue(self, event: IncomingEvent) -> None:
+        self._queue.put_nowait(event)
+        self._wake.set()
 
     async def _timer(self, every_s: float, message: str) -> None:
         while True:
@@ -131,15 +136,16 @@ class Agent:
         reason = "stopped"
         try:
             while not stop.is_set():
-                self.idle.set()
-                first = await self._next_event(stop)
-                if first is None:
-                    break
-                if first.kind == "timer" and self.dormant:
+                if self._queue.empty():
+                    self.idle.set()
+                    await self._wait_for_wake(stop)
                     continue
+                # Taking the batch and leaving the idle state happen in one step, so
+                # ``settle`` never sees an empty queue while a turn is about to start.
                 self.idle.clear()
-                self._reply_room = first.room_id
-                batch = [first, *self._take_pending()]
+                batch = self._take_pending()
+                if not batch:
+                    continue
                 self.dormant = False
                 self.trace.emit(
                     "wake",
@@ -167,15 +173,19 @@ class Agent:
         finally:
             await self.close(reason)
 
-    async def _next_event(self, stop: asyncio.Event) -> IncomingEvent | None:
-        getter = asyncio.create_task(self._queue.get())
-        stopper = asyncio.create_task(stop.wait())
-        done, _ = await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        stopper.cancel()
-        if getter in done:
-            return getter.result()
-        getter.cancel()
-        return None
+    async def _wait_for_wake(self, stop: asyncio.Event) -> None:
+        waiters = {asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())}
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        self._wake.clear()
+
+    async def settle(self) -> None:
+        """Return once every event received so far has been handled."""
+        while not (self._queue.empty() and self.idle.is_set()):
+            await asyncio.sleep(0.05)
 
     async def close(self, reason: str) -> None:
         for task in self._timers:

@@ -73,6 +73,7 @@ class McpServer:
         self.state = "connecting"
         self._session: ClientSession | None = None
         self._broken = asyncio.Event()
+        self._ended = asyncio.Event()
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._relist: asyncio.Task[None] | None = None
@@ -129,6 +130,7 @@ class McpServer:
             except BaseException as exc:  # the SDK tears down with exception groups
                 error = _describe(exc)
             self._session = None
+            self._ended.set()
             if self.connects > connects_before:
                 backoff = 1.0  # it was up: start the backoff ladder again
             self._set_state("down", error=error[:300], retry_in_s=backoff)
@@ -145,6 +147,7 @@ class McpServer:
             with anyio.fail_after(self.settings.connect_timeout_s):
                 await session.initialize()
                 listing = await session.list_tools()
+            self._ended = asyncio.Event()
             self._session = session
             self._broken.clear()
             self.tools = listing.tools
@@ -183,36 +186,47 @@ class McpServer:
         self._on_tools()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> str:
-        session = self._session
+        session, ended = self._session, self._ended
         if session is None or self.state != "up":
-            raise ToolFailure(f"server {self.name} unavailable, retry later", kind="unavailable")
+            raise self._unavailable()
         timeout = self.settings.call_timeout_s
+        # A request in flight when the session dies is never answered by the SDK, so the call
+        # races the session's end as well as its own timeout.
+        request = asyncio.ensure_future(
+            session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=timeout))
+        )
+        watcher = asyncio.ensure_future(ended.wait())
         try:
-            with anyio.fail_after(timeout):
-                result = await session.call_tool(
-                    tool, arguments, read_timeout_seconds=timedelta(seconds=timeout)
-                )
-        except TimeoutError:
-            raise ToolFailure(f"{tool} timed out after {timeout:g}s", kind="timeout") from None
+            await asyncio.wait(
+                {request, watcher}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            watcher.cancel()
+        if not request.done():
+            request.cancel()
+            if ended.is_set():
+                raise self._unavailable()
+            raise ToolFailure(f"{tool} timed out after {timeout:g}s", kind="timeout")
+        try:
+            result = request.result()
         except McpError as exc:
             if exc.error.code == httpx.codes.REQUEST_TIMEOUT:
                 raise ToolFailure(f"{tool} timed out after {timeout:g}s", kind="timeout") from None
             if exc.error.code == types.CONNECTION_CLOSED:
                 self._broken.set()
-                raise ToolFailure(
-                    f"server {self.name} unavailable, retry later", kind="unavailable"
-                ) from None
+                raise self._unavailable() from None
             raise ToolFailure(f"{tool}: {exc.error.message}", kind="tool_error") from None
         except Exception as exc:  # transport trouble: this call fails, the supervisor heals
             self._broken.set()
             self._trace.emit("mcp_state", server=self.name, state="call_failed", error=str(exc))
-            raise ToolFailure(
-                f"server {self.name} unavailable, retry later", kind="unavailable"
-            ) from None
+            raise self._unavailable() from None
         text = result_text(result)
         if result.isError:
             raise ToolFailure(text or f"{tool} failed", kind="tool_error")
         return text
+
+    def _unavailable(self) -> ToolFailure:
+        return ToolFailure(f"server {self.name} unavailable, retry later", kind="unavailable")
 
 
 def _describe(exc: BaseException) -> str:

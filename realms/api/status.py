@@ -28,7 +28,6 @@ _SECRET_KEYS = frozenset(
         "master_key",
         "password",
         "realmtools_token",
-        "secret",
         "token",
         "virtual_key",
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from realms.api import views
+from realms.api import packages, views
 
 urlpatterns = [
     path("realms", views.RealmListView.as_view(), name="api-realms"),
@@ -18,4 +18,19 @@ urlpatterns = [
     path("realms/<str:realm_id>/report", views.RealmReportView.as_view(), name="api-realm-report"),
     path("realms/<str:realm_id>/stop", views.RealmStopView.as_view(), name="api-realm-stop"),
     path("realms/<str:realm_id>/msg", views.RealmMessageView.as_view(), name="api-realm-msg"),
+    path("packages", packages.PackageListView.as_view(), name="api-packages"),
+    path(
+        "packages/import-zip", packages.PackageImportZipView.as_view(), name="api-packages-import"
+    ),
+    path("packages/<str:name>", packages.PackageDetailView.as_view(), name="api-package"),
+    path(
+        "packages/<str:name>/parameters",
+        packages.PackageParametersView.as_view(),
+        name="api-package-parameters",
+    ),
+    path(
+        "packages/<str:name>/export",
+        packages.PackageExportView.as_view(),
+        name="api-package-export",
+    ),
 ]

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from rest_framework import status
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,6 +16,7 @@ from rest_framework.response import Response
 from chronicle import selectors
 from chronicle.report import render_report
 from chronicle.transcript import transcript_page
+from realms.api import schema as _schema  # noqa: F401  (registers the token scheme)
 from realms.api.auth import OperatorAPIView
 from realms.api.operator import OperatorMessageError, send_operator_message
 from realms.api.status import realm_list, realm_status, redact
@@ -21,6 +24,12 @@ from realms.warden.termination import request_stop
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 5000
+_LIMIT = OpenApiParameter("limit", int, description=f"1 to {MAX_LIMIT}, default {DEFAULT_LIMIT}")
+_KIND = OpenApiParameter("kind", str, description="only events of this kind")
+_MESSAGE = inline_serializer(
+    "OperatorMessage",
+    {"text": serializers.CharField(), "to": serializers.CharField(required=False)},
+)
 
 
 def _known(realm_id: str) -> str:
@@ -43,22 +52,26 @@ def _limit(request: Request) -> int:
 
 
 class RealmListView(OperatorAPIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
         return Response(realm_list())
 
 
 class RealmStatusView(OperatorAPIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, realm_id: str) -> Response:
         return Response(realm_status(_known(realm_id)))
 
 
 class RealmTranscriptView(OperatorAPIView):
+    @extend_schema(parameters=[_LIMIT], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, realm_id: str) -> Response:
         page = transcript_page(_known(realm_id), limit=_limit(request))
         return Response(page)
 
 
 class RealmEventsView(OperatorAPIView):
+    @extend_schema(parameters=[_KIND, _LIMIT], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, realm_id: str) -> Response:
         _known(realm_id)
         limit = _limit(request)
@@ -73,6 +86,7 @@ class RealmEventsView(OperatorAPIView):
 
 
 class RealmReportView(OperatorAPIView):
+    @extend_schema(responses={(200, "text/markdown"): OpenApiTypes.STR})
     def get(self, request: Request, realm_id: str) -> HttpResponse:
         body = render_report(_known(realm_id))
         response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
@@ -83,6 +97,7 @@ class RealmReportView(OperatorAPIView):
 
 
 class RealmStopView(OperatorAPIView):
+    @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT})
     def post(self, request: Request, realm_id: str) -> Response:
         request_stop(_known(realm_id))
         return Response(
@@ -91,6 +106,7 @@ class RealmStopView(OperatorAPIView):
 
 
 class RealmMessageView(OperatorAPIView):
+    @extend_schema(request=_MESSAGE, responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
     def post(self, request: Request, realm_id: str) -> Response:
         _known(realm_id)
         data: Any = request.data

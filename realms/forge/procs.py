@@ -34,6 +34,14 @@ def state(pid: int) -> str | None:
     return raw.rsplit(")", 1)[1].split()[0]
 
 
+def parent(pid: int) -> int | None:
+    try:
+        raw = (PROC / str(pid) / "stat").read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return int(raw.rsplit(")", 1)[1].split()[1])
+
+
 def is_same_process(pid: int | None, started: int | None) -> bool:
     """Whether ``pid`` is still the live process that started at ``started``."""
     if pid is None:

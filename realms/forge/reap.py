@@ -60,9 +60,15 @@ def reap(dry_run: bool = False) -> list[dict[str, Any]]:
 
     live_rows = list(Sandbox.objects.filter(state__in=Sandbox.LIVE_STATES))
     live_pids = {row.pid for row in live_rows if row.pid}
+    candidates = {}
     for pid in procs.all_pids():
         owner = _sandbox_home_of(procs.cmdline(pid))
-        if owner is None or pid in live_pids:
+        if owner is not None:
+            candidates[pid] = owner
+    for pid, owner in sorted(candidates.items()):
+        # bwrap forks its pid-namespace init with the same argv: only the outer
+        # process of each sandbox counts, and killing it takes the whole tree.
+        if pid in live_pids or procs.parent(pid) in candidates:
             continue
         found.append({"kind": "process", "pid": pid, "realm": owner[0], "agent": owner[1]})
         if not dry_run:

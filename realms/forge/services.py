@@ -14,7 +14,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
@@ -134,7 +134,7 @@ def _allocate_rows(
                             host_gid=gid,
                             shared=shared,
                             egress=egress.value,
-                            limits=limits.__dict__,
+                            limits=asdict(limits),
                         )
                     )
                 return rows
@@ -206,8 +206,7 @@ def start_agent_sandboxes(
     )
     started: list[Sandbox] = []
     for row, req in zip(rows, requests, strict=True):
-        spec = spec_for(row, req.argv)
-        spec = SandboxSpec(**{**spec.__dict__, "env": dict(req.env)})
+        spec = replace(spec_for(row, req.argv), env=dict(req.env))
         try:
             impl.prepare(spec)
             _write_home(spec, req)
@@ -218,13 +217,19 @@ def start_agent_sandboxes(
             )
             _undo(impl, started, rows, reason=f"agent {req.agent_id} failed to start")
             raise ForgeError(f"agent {req.agent_id}: {exc}", req.agent_id) from exc
-        Sandbox.objects.filter(pk=row.pk).update(
+        promoted = Sandbox.objects.filter(pk=row.pk, state=Sandbox.State.STARTING).update(
             pid=handle.pid,
             pid_start_time=handle.start_time,
             ref=handle.ref,
             state=Sandbox.State.RUNNING,
             started_at=timezone.now(),
         )
+        if not promoted:
+            # Stopped (elimination, kill switch) while it was starting: honour that.
+            impl.stop(spec, handle, 0)
+            Sandbox.objects.filter(pk=row.pk).update(
+                pid=handle.pid, pid_start_time=handle.start_time, ref=handle.ref
+            )
         row.refresh_from_db()
         started.append(row)
     return started

@@ -12,6 +12,8 @@ is recorded before anything is posted in it, so the mirror knows its realm.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import partial
 
 from django.db import transaction
 from django.utils import timezone
@@ -235,10 +237,10 @@ def agent_credentials(realm_id: str, agent_id: str) -> AgentCredentials:
     )
 
 
-def _quietly(what: str, call: object, *args: str) -> None:
+def _quietly(what: str, call: Callable[[], object]) -> None:
     """Teardown goes on past a step the homeserver refuses (already gone, not a member)."""
     try:
-        call(*args)  # type: ignore[operator]
+        call()
     except MatrixError as exc:
         if exc.retryable:
             raise
@@ -261,13 +263,11 @@ def teardown_bus(realm_id: str) -> None:
             for user_id in members:
                 _quietly(
                     "kick",
-                    lambda r, u: client.kick(r, u, "the realm has ended"),
-                    room.room_id,
-                    user_id,
+                    partial(client.kick, room.room_id, user_id, "the realm has ended"),
                 )
-            _quietly("operator leave", client.leave, room.room_id, bus.operator_user_id)
+            _quietly("operator leave", partial(client.leave, room.room_id, bus.operator_user_id))
         for user_id in users.values():
-            _quietly("deactivate", client.deactivate, user_id)
+            _quietly("deactivate", partial(client.deactivate, user_id))
     gatefile.allow_side_channels(realm_id, False)
     with transaction.atomic():
         bus.users.update(deactivated=True, token_encrypted="")

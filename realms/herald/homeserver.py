@@ -22,6 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import httpx
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from realms.herald.config import HomeserverConfig, write_config
 
@@ -43,6 +46,15 @@ def _port_taken(port: int) -> bool:
         except OSError as exc:
             return exc.errno == errno.EADDRINUSE
     return False
+
+
+def check_port(port: int) -> None:
+    """Refuse at once, and say why, when the client port is taken."""
+    if _port_taken(port):
+        raise HomeserverError(
+            f"cannot start the homeserver: port {port} on 127.0.0.1 is already in use "
+            "(set BEARPIT_MATRIX_PORT to a free port, or 0 to pick one)"
+        )
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -149,19 +161,16 @@ def prepare_database(config: HomeserverConfig) -> None:
     """Create the homeserver's PostgreSQL database (C collation) if it is missing."""
     if config.database is None:
         return
-    import psycopg
-    from psycopg import sql
-
     db = config.database
-    name = config.synapse_database_name
-    conninfo = {
-        "dbname": db.name,
-        "user": db.user or None,
-        "password": db.password or None,
-        "host": db.host or None,
-        "port": db.port or None,
-    }
-    with psycopg.connect(autocommit=True, **{k: v for k, v in conninfo.items() if v}) as conn:
+    name = f"{db.name}_synapse"
+    conninfo = make_conninfo(
+        dbname=db.name,
+        user=db.user or None,
+        password=db.password or None,
+        host=db.host or None,
+        port=db.port or None,
+    )
+    with psycopg.connect(conninfo, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
         if exists is None:
             conn.execute(
@@ -178,11 +187,7 @@ def start_homeserver(
     """Write the config and start Synapse; return once ``/health`` answers."""
     if config.port == 0:
         config = replace(config, port=free_port())
-    elif _port_taken(config.port):
-        raise HomeserverError(
-            f"cannot start the homeserver: port {config.port} on 127.0.0.1 is already in use "
-            "(set BEARPIT_MATRIX_PORT to a free port, or 0 to pick one)"
-        )
+    check_port(config.port)
     write_config(config)
     prepare_database(config)
     with contextlib.suppress(FileNotFoundError):

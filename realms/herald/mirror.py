@@ -65,7 +65,8 @@ def mirror_events(events: Iterable[Any]) -> int:
     )
     rows = []
     for event in fresh:
-        content = event.get("content") if isinstance(event.get("content"), dict) else {}
+        raw = event.get("content")
+        content: dict[str, Any] = raw if isinstance(raw, dict) else {}
         ts = event.get("origin_server_ts")
         rows.append(
             Message(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +20,7 @@ from django.utils import timezone
 
 from realms.library import files as trees
 from realms.models import Scenario, ScenarioFile
-from realms.packages import load_package
+from realms.packages import LoadResult, load_package
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
 
@@ -117,6 +118,33 @@ def export_folder(scenario: Scenario, dest: Path) -> Path:
 
 def export_zip(scenario: Scenario) -> bytes:
     return trees.build_zip(scenario_files(scenario), top=scenario.name)
+
+
+def materialize(scenario: Scenario) -> Path:
+    """The scenario as a folder on disk, for the loader and for launching.
+
+    Folders are content-addressed under ``BEARPIT_HOME/library``, so a stored scenario is
+    written once and an edited one gets a new folder instead of changing a running realm's.
+    """
+    library = Path(settings.BEARPIT_HOME) / "library"
+    root = library / scenario.content_sha256[:16] / scenario.name
+    if not root.is_dir():
+        library.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=library))
+        trees.write_folder(scenario_files(scenario), staging / "package")
+        root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            (staging / "package").rename(root)
+        except OSError:
+            if not root.is_dir():  # lost a race with another process writing the same folder
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return root
+
+
+def load_scenario(scenario: Scenario) -> LoadResult:
+    return load_package(materialize(scenario))
 
 
 def sync_examples(examples_dir: Path | None = None) -> list[Scenario]:

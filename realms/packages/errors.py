@@ -29,7 +29,7 @@ def describe_value(value: Any) -> str:
         except ValueError:
             text = repr(value)
         if len(text) > _FOUND_LIMIT:
-            text = text[: _FOUND_LIMIT - 2] + "…" + text[0]
+            text = text[: _FOUND_LIMIT - 2] + "…" + ('"' if isinstance(value, str) else "")
         return text
     return type(value).__name__
 

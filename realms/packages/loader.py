@@ -135,7 +135,7 @@ class _Loader:
                 return self.result
             resolved = path.resolve()
             is_dir = resolved.is_dir()
-        except (OSError, RuntimeError):
+        except (OSError, RuntimeError, ValueError):
             self.error(problem(str(path), "", "cannot be read"))
             return self.result
         if is_dir:
@@ -201,6 +201,8 @@ class _Loader:
             self.result.name = metadata["name"][:120]
         has_inline = "agents" in doc
         inline = doc.pop("agents", None)
+        # An empty inline list beside agent folders says nothing; only a real one conflicts.
+        conflict = bool(inline) or (has_inline and not isinstance(inline, list))
         parsed: ProjectManifest | None = None
         try:
             parsed = ProjectManifest.model_validate(doc)
@@ -211,7 +213,7 @@ class _Loader:
             self.canonical_spec_tools(parsed)
 
         folders = self.agent_folders() if self.folder_mode else []
-        if has_inline and folders:
+        if conflict and folders:
             self.error(
                 problem(
                     manifest,
@@ -224,7 +226,7 @@ class _Loader:
                 self.load_agent_folder(folder)
         elif has_inline:
             self.load_inline_agents(inline)
-        if not self.roster and not (has_inline and folders):
+        if not self.roster and not (conflict and folders):
             where = "agents/" if self.folder_mode else manifest
             self.error(
                 problem(
@@ -523,10 +525,15 @@ class _Loader:
         except ValidationError as exc:
             self.result.errors.extend(translate(exc, manifest))
             return
-        found = check_project(project, manifest=manifest, sources=self.sources, roster=self.roster)
+        found = check_project(
+            project, manifest=manifest, sources=self.sources, roster=self.roster, complete=complete
+        )
         self.result.errors.extend(found.errors)
         self.result.warnings.extend(found.warnings)
         self.result.tool_problems.extend(found.tool_problems)
+        if not complete:
+            # Prose of agents that failed validation is missing, so a scan would mislead.
+            return
         params, param_errors = scan_parameters(project, manifest)
         self.result.errors.extend(param_errors)
         self.result.parameters = params

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
@@ -363,9 +363,20 @@ class ParameterBindingError(ValueError):
         self.errors = errors
 
 
-def bind_parameters(project: Project, supplied: Mapping[str, str]) -> Project:
+class _Loaded(Protocol):
+    @property
+    def project(self) -> Project | None: ...
+
+
+def bind_parameters(source: Project | _Loaded, supplied: Mapping[str, str]) -> Project:
     """A new project with every prose field filled from ``supplied`` (resolved against the
-    defaults), re-validated so a value that pushes a field past its limit is refused here."""
+    defaults), re-validated so a value that pushes a field past its limit is refused here.
+
+    ``source`` is a Project or a LoadResult of a package that loaded.
+    """
+    project = source if isinstance(source, Project) else source.project
+    if project is None:
+        raise ValueError("the package did not load, so it has no parameters to bind")
     params, _ = scan_parameters(project)
     values = resolve_parameter_values(params, supplied)
 

@@ -13,6 +13,10 @@ from realms.packages.errors import PackageError, describe_value, join_path
 from realms.packages.schema.common import PATTERN_MEANINGS
 
 _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
+# Location parts pydantic adds for validators and union members, e.g. "function-before[…]".
+_TAG = re.compile(
+    r"^((function-(before|after|wrap|plain)|union|literal|list|dict|nullable)\[.*\]|\[key\])$"
+)
 
 _TYPE_NAMES: dict[str, str] = {
     "string_type": "a string",
@@ -87,14 +91,7 @@ def _found(error: ErrorDetails) -> str:
 def _clean_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
     # pydantic adds the union member or validator name to a location ("function-before[…]",
     # "list[str]", "str"); the author only knows the field names.
-    cleaned: list[int | str] = []
-    for part in loc:
-        if isinstance(part, str) and (
-            "[" in part or part in ("str", "int", "float", "bool", "list", "dict", "literal")
-        ):
-            continue
-        cleaned.append(part)
-    return tuple(cleaned)
+    return tuple(part for part in loc if not (isinstance(part, str) and _TAG.match(part)))
 
 
 def translate(

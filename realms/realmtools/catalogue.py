@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from realms.packages.tools import canonical_tool_name
 from realms.realmtools import granted
 from realms.realmtools.context import Caller
 from realms.realmtools.errors import Refusal
@@ -77,7 +78,8 @@ def belongs(caller: Caller) -> None:
 
 def holds_grant(caller: Caller, name: str) -> bool:
     agent = caller.facts.agent(caller.agent_id)
-    return agent is not None and name in caller.identity.grants and name in agent.tools
+    grants = {canonical_tool_name(g) for g in caller.identity.grants}
+    return agent is not None and name in grants and name in agent.tools
 
 
 def _reason_hidden(name: str, rule: Rule, caller: Caller) -> str | None:

@@ -76,7 +76,10 @@ class RealmFacts:
     @property
     def tool_policy(self) -> Mapping[str, Any]:
         tools = self.spec.get("tools")
-        return tools if isinstance(tools, Mapping) else {}
+        if not isinstance(tools, Mapping):
+            return {}
+        # Older packages spell granted tools ``family.verb``.
+        return {canonical_tool_name(str(name)): policy for name, policy in tools.items()}
 
     def _dm_allowed(self, sender: AgentFacts, recipient: AgentFacts) -> bool:
         if not sender.dm_enabled or sender.id == recipient.id:

@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import socket
 import stat
 import threading
@@ -249,13 +250,24 @@ class RealmtoolsServer:
             time.sleep(0.02)
 
     def serve_forever(self) -> None:
-        """Serve in this thread until SIGINT/SIGTERM (uvicorn's handlers)."""
-        sockets = self._prepare()
-        assert self._server is not None
+        """Serve until SIGINT or SIGTERM, then finish in-flight calls and remove the socket.
+
+        The server runs in its thread and this thread waits for the signal, so the
+        process exits normally (uvicorn in the main thread re-raises the signal)."""
+        stopping = threading.Event()
+        previous = {
+            sig: signal.signal(sig, lambda *_: stopping.set())
+            for sig in (signal.SIGINT, signal.SIGTERM)
+        }
         try:
-            self._server.run(sockets=sockets)
+            self.start()
+            while not stopping.wait(0.5):
+                if self._thread is None or not self._thread.is_alive():
+                    raise RuntimeError("the realmtools server stopped unexpectedly")
         finally:
-            self._cleanup()
+            self.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def stop(self, timeout: float = 10.0) -> None:
         if self._server is not None:

@@ -174,3 +174,32 @@ def build_birth(
         trace_path=f"{STATE_DIR}/{TRACE_FILE}",
         transcript_path=f"{STATE_DIR}/transcript.jsonl",
     )
+
+
+# The sandbox sees the project's code directory only as a bare mount point that its
+# uid may traverse but not list, and Python's path finder lists a sys.path entry
+# before importing from it. So the runtime package is loaded from its own
+# (listable) directory explicitly, then run as ``python -m runtime`` would.
+_BOOTSTRAP = (
+    "import importlib.util, runpy, sys\n"
+    "pkg = sys.argv[1]\n"
+    "spec = importlib.util.spec_from_file_location("
+    "'runtime', pkg + '/__init__.py', submodule_search_locations=[pkg])\n"
+    "mod = importlib.util.module_from_spec(spec)\n"
+    "sys.modules['runtime'] = mod\n"
+    "spec.loader.exec_module(mod)\n"
+    "sys.argv = ['runtime', *sys.argv[2:]]\n"
+    "runpy.run_module('runtime', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def runtime_argv() -> list[str]:
+    """``<venv python> -m runtime <birth.json>``, robust to an unlistable code root."""
+    import sys
+    from pathlib import Path
+
+    import runtime
+
+    package = str(Path(runtime.__file__).resolve().parent)
+    birth = f"{STATE_DIR}/birth.json"
+    return [sys.executable, "-c", _BOOTSTRAP, package, birth]

@@ -134,6 +134,12 @@ def interrupt_realm(realm_id: str, detail: str) -> bool:
         )
         if not moved:
             return False
+        # The concluding event carries the reason the report's headline shows.
+        record_event(
+            realm_id,
+            Kind.LIFECYCLE,
+            {"event": Lifecycle.CONCLUDING, "reason": "interrupted", "detail": detail},
+        )
         record_event(realm_id, Kind.LIFECYCLE, {"event": Lifecycle.INTERRUPTED, "detail": detail})
     _step(realm_id, "stop sandboxes", lambda: stop_realm_sandboxes(realm_id, "interrupted"))
     _step(realm_id, "revoke keys", lambda: revoke_realm_keys(realm_id))

@@ -102,7 +102,7 @@ def run_to_end(
 
 def resume(realm_id: str, say: Say) -> str:
     """Recover one realm left live by a crash; its state after recovery."""
-    outcome = recover_realms(only=realm_id)
+    outcome = recover_realms(only=realm_id, force=True)
     say(f"recover: {realm_id} {outcome.get(realm_id, 'left alone')}")
     return _state(realm_id)
 

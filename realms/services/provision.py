@@ -27,7 +27,7 @@ from realms.herald.bus import agent_credentials, provision_bus, teardown_bus
 from realms.herald.directory import BusAgent, RealmBus
 from realms.models import Realm, RealmAgent
 from realms.realmtools.identity import mint_token
-from realms.services.birth import build_birth
+from realms.services.birth import build_birth, runtime_argv
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,10 @@ def _births(
         }
         requests.append(
             AgentSandboxRequest(
-                agent_id=agent_id, birth_config=birth.model_dump_json(), resources=resources
+                agent_id=agent_id,
+                birth_config=birth.model_dump_json(),
+                resources=resources,
+                argv=runtime_argv(),
             )
         )
         RealmAgent.objects.filter(realm=realm, agent_id=agent_id).update(matrix_user_id=creds.mxid)

@@ -40,12 +40,18 @@ def resume_or_interrupt(realm_id: str) -> str:
     return "resumed"
 
 
-def recover_realms(*, only: str | None = None) -> dict[str, str]:
-    """Recover every live realm (or just ``only``); realm id → what was done."""
+def recover_realms(*, only: str | None = None, force: bool = False) -> dict[str, str]:
+    """Recover every live realm (or just ``only``); realm id → what was done.
+
+    ``force`` ignores tick claims: right for the embedded default, where the process
+    that held a claim is the one that crashed.
+    """
     now = timezone.now()
     rows = Realm.objects.filter(
         state__in=(Realm.State.PROVISIONING, Realm.State.RUNNING, Realm.State.CONCLUDING)
-    ).exclude(Q(claimed_until__gt=now) & ~Q(claimed_by=""))
+    )
+    if not force:
+        rows = rows.exclude(Q(claimed_until__gt=now) & ~Q(claimed_by=""))
     if only is not None:
         rows = rows.filter(realm_id=only)
     outcome: dict[str, str] = {}

@@ -178,9 +178,7 @@ def build_snapshot(
         machine_state=machine_state,
         machine_terminal=terminal,
         last_spend_ms=selectors.last_spend_ms(realm_id),
-        referee_drives=bool(
-            _spec(project).get("referee_opens", selectors.run_config(realm_id).get("referee_opens"))
-        ),
+        referee_drives=_referee_drives(realm_id, project),
     )
 
 
@@ -321,6 +319,13 @@ def _ledger_spend(realm_id: str) -> dict[str, dict[str, Any]]:
         agent: {"usd": usage.usd, "cap_usd": usage.cap_usd, "exhausted": usage.exhausted}
         for agent, usage in realm_spend(realm_id).items()
     }
+
+
+def _referee_drives(realm_id: str, project: Mapping[str, Any]) -> bool:
+    spec = _spec(project)
+    if "referee_opens" in spec:
+        return bool(spec["referee_opens"])
+    return bool(selectors.run_config(realm_id).get("referee_opens"))
 
 
 def _spec(project: Mapping[str, Any]) -> Mapping[str, Any]:

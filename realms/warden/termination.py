@@ -26,6 +26,8 @@ TYPES = (
     "budget_exhausted",
     "referee_verdict",
     "machine_terminal",
+    "manual",
+    "no_active_participants",
 )
 MATCH_MODES = ("substring", "exact", "regex")
 SCOPES = ("any_agent", "all_agents", "realm_total")
@@ -161,11 +163,10 @@ def evaluate(
         found = _CHECKS[condition.type](snapshot, condition)
         if found is not None:
             return Conclusion(condition.type, found)
-    if snapshot.stop_requested:
-        return Conclusion("manual", "stop requested by the operator")
-    participants = snapshot.participants
-    if participants and not snapshot.live_participants:
-        return Conclusion("no_active_participants", "every participant has been stopped")
+    for implicit in (_IMPLICIT_MANUAL, _IMPLICIT_NO_PARTICIPANTS):
+        found = _CHECKS[implicit.type](snapshot, implicit)
+        if found is not None:
+            return Conclusion(implicit.type, found)
     return None
 
 
@@ -240,6 +241,19 @@ def _machine(s: LiveSnapshot, c: Condition) -> str | None:
     return None
 
 
+def _manual(s: LiveSnapshot, c: Condition) -> str | None:
+    return "stop requested by the operator" if s.stop_requested else None
+
+
+def _no_participants(s: LiveSnapshot, c: Condition) -> str | None:
+    if s.participants and not s.live_participants:
+        return "every participant has been stopped"
+    return None
+
+
+_IMPLICIT_MANUAL = Condition(type="manual")
+_IMPLICIT_NO_PARTICIPANTS = Condition(type="no_active_participants")
+
 _CHECKS = {
     "duration": _duration,
     "stall": _stall,
@@ -248,6 +262,8 @@ _CHECKS = {
     "budget_exhausted": _budget,
     "referee_verdict": _verdict,
     "machine_terminal": _machine,
+    "manual": _manual,
+    "no_active_participants": _no_participants,
 }
 
 
@@ -284,3 +300,8 @@ def request_stop(realm_id: str) -> bool:
     flag.parent.mkdir(parents=True, exist_ok=True)
     flag.write_text("stop\n", encoding="utf-8")
     return marked
+
+
+def clear_stop(realm_id: str) -> None:
+    """Remove a stale stop flag (a realm id used again must not stop at its first tick)."""
+    stop_flag_path(realm_id).unlink(missing_ok=True)

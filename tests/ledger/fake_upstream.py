@@ -1,7 +1,7 @@
 """A local OpenAI-compatible provider whose behaviour is picked by the model name.
 
 ``ok`` answers (streaming too, with usage when asked); ``rate-limited`` → 429; ``broken``
-→ 500; ``hang`` never answers; ``slow-stream`` streams one chunk every 50 ms for 10 s.
+→ 500; ``leaky`` → 400 quoting the key it was sent; ``hang`` never answers; ``slow-stream`` streams one chunk every 50 ms for 10 s.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ class FakeUpstream:
         model = body["model"]
         if model == "rate-limited":
             return JSONResponse({"error": {"message": "slow down"}}, status_code=429)
+        if model == "leaky":
+            # Some providers quote the key they were given in their error messages.
+            msg = f"invalid key {request.headers.get('authorization', '')}"
+            return JSONResponse({"error": {"message": msg}}, status_code=400)
         if model == "broken":
             return JSONResponse({"error": {"message": "boom"}}, status_code=500)
         if model == "hang":

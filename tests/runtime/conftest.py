@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ def short_tmp() -> Iterator[Path]:
 
 
 def make_loop(
-    config: BirthConfig, tools: list[ToolDefinition] = (), hooks: Hooks | None = None
+    config: BirthConfig, tools: Sequence[ToolDefinition] = (), hooks: Hooks | None = None
 ) -> AgentLoop:
     redact = Redactor(config.secrets())
     trace = TraceWriter(Path(config.trace_path), config.run_id, config.agent_id, redact)

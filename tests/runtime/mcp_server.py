@@ -61,7 +61,11 @@ def build(calls: list[str]) -> Any:
             headers = dict(scope["headers"])
             if headers.get(b"authorization") != f"Bearer {TOKEN}".encode():
                 body = json.dumps(
-                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "bad token"}}
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {"code": -32001, "message": "bad token"},
+                    }
                 ).encode()
                 await send(
                     {

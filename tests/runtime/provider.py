@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 from starlette.applications import Starlette
@@ -91,7 +91,11 @@ class ScriptedProvider:
 
 @contextlib.asynccontextmanager
 async def serve(
-    app: Any, *, uds: Path | None = None, port: int = 0, lifespan: str = "off"
+    app: Any,
+    *,
+    uds: Path | None = None,
+    port: int = 0,
+    lifespan: Literal["auto", "on", "off"] = "off",
 ) -> AsyncIterator[Any]:
     """Run an ASGI app with uvicorn inside the test's event loop."""
     config = uvicorn.Config(

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from runtime.context import SUMMARY_OPEN
@@ -10,10 +12,12 @@ from tests.runtime.tools_for_tests import ALL, ALLOW
 
 pytestmark = pytest.mark.timeout(30)
 
-OVERFLOW = Fail(400, "This model's maximum context length is 8000 tokens", "context_length_exceeded")
+OVERFLOW = Fail(
+    400, "This model's maximum context length is 8000 tokens", "context_length_exceeded"
+)
 
 
-def filled_script(rounds: int = 8) -> list:
+def filled_script(rounds: int = 8) -> list[Any]:
     """A first turn of many tool rounds with bulky results, to give compaction a middle."""
     steps = [
         reply(tool_calls=[call("echo", {"text": f"r{i} " + "x" * 1000}, f"c{i}")])
@@ -22,7 +26,7 @@ def filled_script(rounds: int = 8) -> list:
     return [*steps, reply("first turn done")]
 
 
-def assert_whole_groups(messages: list[dict]) -> None:
+def assert_whole_groups(messages: list[dict[str, Any]]) -> None:
     asked: list[str] = []
     answered: list[str] = []
     for message in messages:
@@ -36,7 +40,12 @@ def assert_whole_groups(messages: list[dict]) -> None:
 
 
 async def test_overflow_compacts_once_and_retries(tmp_path, provider):
-    provider.script = [*filled_script(), OVERFLOW, reply("SUMMARY: echoed eight times"), reply("ok")]
+    provider.script = [
+        *filled_script(),
+        OVERFLOW,
+        reply("SUMMARY: echoed eight times"),
+        reply("ok"),
+    ]
     config = birth(tmp_path, provider.socket, tools_allow=ALLOW)
     loop = make_loop(config, ALL)
     await loop.run_turn("THE TASK: echo things")
@@ -67,9 +76,7 @@ async def test_a_second_overflow_ends_the_turn(tmp_path, provider):
 
 async def test_failed_summary_falls_back_to_a_digest(tmp_path, provider):
     provider.script = [*filled_script(), OVERFLOW, Fail(500, "summary broke"), reply("ok")]
-    config = birth(
-        tmp_path, provider.socket, tools_allow=ALLOW, limits={"provider_retries": 0}
-    )
+    config = birth(tmp_path, provider.socket, tools_allow=ALLOW, limits={"provider_retries": 0})
     loop = make_loop(config, ALL)
     await loop.run_turn("task")
     result = await loop.run_turn("again")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from runtime.hooks import Allow, Deny, Hooks, Modify
@@ -11,7 +13,7 @@ from tests.runtime.tools_for_tests import ALL, ALLOW
 pytestmark = pytest.mark.timeout(30)
 
 
-def results(request: dict) -> dict[str, str]:
+def results(request: dict[str, Any]) -> dict[str, str]:
     return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
 
 
@@ -44,7 +46,9 @@ async def test_pre_tool_allow_deny_modify_and_fail_closed(tmp_path, provider):
     assert got["b"] == "Blocked: not in this realm"
     assert got["c"] == "echo: SHOUT"
     assert got["d"].startswith("Blocked:")  # an exception in a policy hook blocks the call
-    decisions = [e["data"]["decision"] for e in trace_events(config) if e["type"] == "hook_decision"]
+    decisions = [
+        e["data"]["decision"] for e in trace_events(config) if e["type"] == "hook_decision"
+    ]
     assert decisions == ["deny", "modify", "error"]
 
 
@@ -55,7 +59,7 @@ async def test_post_tool_pre_model_and_on_stop(tmp_path, provider):
         stops.append(final)
         return "You forgot to sign." if len(stops) == 1 else None
 
-    def pre_model(body: dict) -> dict:
+    def pre_model(body: dict[str, Any]) -> dict[str, Any]:
         return {**body, "temperature": 0.25}
 
     def post_tool(tool_call, result: ToolResult) -> ToolResult:
@@ -73,4 +77,7 @@ async def test_post_tool_pre_model_and_on_stop(tmp_path, provider):
     assert stops == ["unsigned", "signed, pong"]
     assert all(r["temperature"] == 0.25 for r in provider.requests)
     assert results(provider.requests[1])["a"] == "ECHO: QUIET"
-    assert provider.requests[2]["messages"][-1] == {"role": "user", "content": "You forgot to sign."}
+    assert provider.requests[2]["messages"][-1] == {
+        "role": "user",
+        "content": "You forgot to sign.",
+    }

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from tests.runtime.tools_for_tests import ALL, ALLOW
 pytestmark = pytest.mark.timeout(30)
 
 
-def tool_messages(request: dict) -> list[dict]:
+def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in request["messages"] if m["role"] == "tool"]
 
 
@@ -148,10 +149,11 @@ async def test_spill_of_large_tool_output(tmp_path, provider):
 
 async def test_json_tool_mode_turns_structured_output_into_tool_calls(tmp_path, provider):
     action = {"message": "", "tool_calls": [{"name": "echo", "arguments": {"text": "j"}}]}
-    provider.script = [reply(json.dumps(action)), reply(json.dumps({"message": "fin", "tool_calls": []}))]
-    config = birth(
-        tmp_path, provider.socket, tools_allow=["echo"], model={"tool_mode": "json"}
-    )
+    provider.script = [
+        reply(json.dumps(action)),
+        reply(json.dumps({"message": "fin", "tool_calls": []})),
+    ]
+    config = birth(tmp_path, provider.socket, tools_allow=["echo"], model={"tool_mode": "json"})
     result = await make_loop(config, ALL).run_turn("go")
     assert result.final_text == "fin"
     first, second = provider.requests

@@ -83,7 +83,7 @@ async def test_list_changed_relists(tmp_path, short_tmp):
 async def test_server_down_then_back(tmp_path, short_tmp):
     sock = short_tmp / "mcp.sock"
     async with serve(mcp_server.build([]), uds=sock, lifespan="on"):
-        hub, registry, trace = hub_for(tmp_path, sock)
+        hub, registry, _ = hub_for(tmp_path, sock)
         await hub.start(10)
     # The server is gone: calls fail with a clear message, the tools stay listed.
     down = await call(registry, "submit_sealed", round="R1", payload="a")
@@ -105,7 +105,7 @@ async def test_server_down_then_back(tmp_path, short_tmp):
 
 
 async def test_a_server_that_never_answers_is_reported_unavailable(tmp_path, short_tmp):
-    hub, registry, _ = hub_for(tmp_path, short_tmp / "nobody.sock")
+    hub, _, _ = hub_for(tmp_path, short_tmp / "nobody.sock")
     assert await hub.start(2) == ["realmtools"]
     await hub.close()
 

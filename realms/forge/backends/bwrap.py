@@ -135,13 +135,14 @@ def bwrap_command(spec: SandboxSpec, inner: list[str], *, exec_mode: bool) -> li
         elif path.is_dir():
             args += ["--ro-bind", top, top]
     # bwrap would create missing parents as 0700 root-owned, which the agent's uid
-    # cannot traverse; 0711 lets it through without letting it list them.
+    # cannot traverse. They must be listable too (Python's importer lists sys.path
+    # entries such as the project root); they hold nothing but the binds below.
     made: set[str] = set()
     for dest in [*(str(p) for p in _read_only_paths()), layout.SANDBOX_HOME, layout.SANDBOX_SHARED]:
         for parent in reversed(Path(dest).parents[:-1]):
             if str(parent) not in made and not str(parent).startswith("/usr"):
                 made.add(str(parent))
-                args += ["--perms", "0711", "--dir", str(parent)]
+                args += ["--perms", "0755", "--dir", str(parent)]
     for path in _read_only_paths():
         args += ["--ro-bind", str(path), str(path)]
     args += ["--proc", "/proc", "--dev", "/dev"]

@@ -57,7 +57,8 @@ class DockerBackend:
         return self._docker
 
     def prepare(self, spec: SandboxSpec) -> None:
-        host.prepare_dirs(spec, cap_disks=True)
+        # The engine applies the caps itself; no host cgroups of ours.
+        host.prepare_dirs(spec, cap_disks=True, with_cgroups=False)
         if spec.egress == Egress.OPEN:
             self._network(spec)
 

@@ -47,7 +47,7 @@ def rlimit_args(spec: SandboxSpec, *, memory_by_cgroup: bool) -> list[str]:
     return args
 
 
-def prepare_dirs(spec: SandboxSpec, *, cap_disks: bool) -> None:
+def prepare_dirs(spec: SandboxSpec, *, cap_disks: bool, with_cgroups: bool = True) -> None:
     """The capped private home, the shared folder, the log directory and the cgroups."""
     home = spec.home
     home.parent.mkdir(parents=True, exist_ok=True)
@@ -68,7 +68,7 @@ def prepare_dirs(spec: SandboxSpec, *, cap_disks: bool) -> None:
         home.mkdir(parents=True, exist_ok=True)
         if spec.shared is not None:
             spec.shared.mkdir(parents=True, exist_ok=True)
-    groups = agent_cgroups(spec)
+    groups = agent_cgroups(spec) if with_cgroups else None
     if groups is not None:
         groups.create(spec.limits)
 

@@ -1,39 +1,27 @@
 """``run_code``: Python in the caller's own sandbox view, brokered and recorded.
 
-The Forge runs the code (in a process that cannot see the runtime's
-credentials) and masks the agent's credentials in what it printed; we record
-EXEC before and EXEC_RESULT after, clipped, with the caller's realmtools token
-masked once more in case it travelled in through the code.
+The Forge runs the code in a process that cannot see the runtime's credentials,
+masks the agent's credentials (and the caller's realmtools token, passed in
+here) out of what it printed and clips it. We record EXEC before and
+EXEC_RESULT after, so the Chronicle shows every run and its outcome.
 """
 
 from __future__ import annotations
 
-import importlib
 import secrets
 from typing import Any
 
 from chronicle.kinds import Kind
 from chronicle.services import record_event
+from realms.forge.runcode import RunCodeError
+from realms.forge.runcode import run_code as forge_run_code
+from realms.forge.services import sandbox_alive
 from realms.realmtools.context import Caller
 from realms.realmtools.errors import Refusal
 
 MAX_CODE = 16000
-MAX_OUTPUT = 8000
-TIMEOUT_S = 90
+MASK = "[redacted]"
 TIMEOUT_ANSWER = {"error": "the code did not finish in time", "exit_code": None, "output": ""}
-
-
-def _forge_run_code(realm_id: str, agent_id: str, code: str, timeout: int) -> Any:
-    # Imported when called: the Forge pulls in sandbox backends the server
-    # does not otherwise need at start-up.
-    forge = importlib.import_module("realms.forge.services")
-    return forge.run_code(realm_id, agent_id, code, timeout=timeout)
-
-
-def _mask(text: str, token: str | None) -> str:
-    if token and len(token) >= 6:
-        text = text.replace(token, "[redacted]")
-    return text[:MAX_OUTPUT]
 
 
 def run_code(caller: Caller, code: str, *, bearer: str | None = None) -> dict[str, Any]:
@@ -41,28 +29,27 @@ def run_code(caller: Caller, code: str, *, bearer: str | None = None) -> dict[st
         raise Refusal("code is empty")
     if len(code) > MAX_CODE:
         raise Refusal(f"code is longer than {MAX_CODE} characters")
+    if not sandbox_alive(caller.realm_id, caller.agent_id):
+        raise Refusal("your sandbox is not running, so there is nowhere to run code")
     exec_id = secrets.token_hex(8)
+    shown = code.replace(bearer, MASK) if bearer else code
     record_event(
-        caller.realm_id, Kind.EXEC, {"id": exec_id, "agent": caller.agent_id, "code": code}
+        caller.realm_id, Kind.EXEC, {"id": exec_id, "agent": caller.agent_id, "code": shown}
     )
+    result: dict[str, Any] = {"id": exec_id, "agent": caller.agent_id}
     try:
-        result = _forge_run_code(caller.realm_id, caller.agent_id, code, TIMEOUT_S)
-    except TimeoutError:
-        timed_out, exit_code, output = True, None, ""
-    else:
-        timed_out = bool(getattr(result, "timed_out", False))
-        exit_code = getattr(result, "exit_code", None)
-        output = _mask(str(getattr(result, "output", "") or ""), bearer)
+        # The Forge's own limit (BEARPIT_SANDBOX_EXEC_TIMEOUT, 90 s by default) applies.
+        ran = forge_run_code(caller.realm_id, caller.agent_id, code, secrets=[bearer or ""])
+    except RunCodeError as exc:
+        # The sandbox went away between the check and the run.
+        record_event(caller.realm_id, Kind.EXEC_RESULT, {**result, "exit_code": None, "output": ""})
+        raise Refusal(str(exc)) from None
+    if ran.timed_out:
+        record_event(caller.realm_id, Kind.EXEC_RESULT, {**result, "exit_code": None, "output": ""})
+        return dict(TIMEOUT_ANSWER)
     record_event(
         caller.realm_id,
         Kind.EXEC_RESULT,
-        {
-            "id": exec_id,
-            "agent": caller.agent_id,
-            "exit_code": None if timed_out else exit_code,
-            "output": "" if timed_out else output,
-        },
+        {**result, "exit_code": ran.exit_code, "output": ran.output},
     )
-    if timed_out:
-        return dict(TIMEOUT_ANSWER)
-    return {"exit_code": exit_code, "output": output}
+    return {"exit_code": ran.exit_code, "output": ran.output}

@@ -38,7 +38,10 @@ def escapes(targets):
     out["keystore"] = readable(targets["keystore"])
     out["database"] = readable(targets["database"])
     out["bearpit_home_exists"] = os.path.exists(targets["bearpit_home"])
-    out["root_listable"] = listable("/root")
+    try:
+        out["root_entries"] = sorted(os.listdir("/root"))
+    except OSError:
+        out["root_entries"] = []
     out["birth_readable"] = readable("/home/agent/.bearpit/birth.json")
     out["environ_leaks"] = []
     for pid in targets.get("pids", []) + [p for p in os.listdir("/proc") if p.isdigit()]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,7 +103,11 @@ def test_runtime_uid_cannot_escape_and_caps_hold(make_realm, listener):
     assert result["keystore"] is False
     assert result["database"] is False
     assert result["bearpit_home_exists"] is False
-    assert result["root_listable"] is False
+    # Only what leads to the interpreter's own read-only bind, nothing of the real /root.
+    host_root = set(os.listdir("/root"))
+    allowed = {Path(sys.base_prefix).resolve().relative_to("/root").parts[0]}
+    assert set(result["root_entries"]) <= allowed
+    assert host_root - allowed, "the host's /root should hold more than the interpreter"
     # The runtime itself must read its own birth config.
     assert result["birth_readable"] is True
 
@@ -197,3 +203,23 @@ def test_open_egress_keeps_the_network_and_run_code_still_has_none(make_realm, l
     assert wait_for_file(layout.home_dir(rid, "alpha") / "net.txt") == "connected"
     code = ESCAPES + f"\nprint(tcp('127.0.0.1', {listener}))"
     assert run_code(rid, "alpha", code).output.startswith("refused")
+
+
+def test_cpu_quota_holds(make_realm):
+    rid = make_realm().realm_id
+    start(rid, [script_request("alpha", "import time; time.sleep(300)")], limits=_CPU_LIMITED)
+    spin = (
+        "import os, time\n"
+        "began = time.monotonic()\n"
+        "while time.monotonic() - began < 1.5:\n"
+        "    pass\n"
+        "t = os.times()\n"
+        "print(t.user + t.system)\n"
+    )
+    used = float(run_code(rid, "alpha", spin).output)
+    # 0.3 of a CPU for 1.5 s of wall time is ~0.45 s; an uncapped spin gets ~1.5 s.
+    print("USED", used)
+    assert used < 0.8, used
+
+
+_CPU_LIMITED = SMALL.__class__(**{**SMALL.__dict__, "cpus": 4.0})

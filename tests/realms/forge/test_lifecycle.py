@@ -20,6 +20,7 @@ from realms.forge.outputs import capture_outputs
 from realms.forge.reap import reap
 from realms.forge.runcode import OUTPUT_LIMIT, run_code
 from realms.forge.services import (
+    AgentSandboxRequest,
     ForgeError,
     reattach,
     sandbox_alive,
@@ -261,7 +262,11 @@ def test_reap_removes_orphans(make_realm):
     lost_rows = start(lost.realm_id, [script_request("alpha", SLEEPER)])
     Sandbox.objects.filter(pk=lost_rows[0].pk).delete()  # the database forgot it
 
+    running = make_realm()
+    running_rows = start(running.realm_id, [script_request("alpha", SLEEPER)])
+
     dry = reap(dry_run=True)
+    assert not [i for i in dry if i.get("realm") == running.realm_id]
     kinds = {(item["kind"], item.get("realm")) for item in dry}
     assert ("sandbox", finished.realm_id) in kinds
     assert ("process", lost.realm_id) in kinds
@@ -271,9 +276,36 @@ def test_reap_removes_orphans(make_realm):
     assert not procs.is_same_process(rows[0].pid, rows[0].pid_start_time)
     assert not procs.is_same_process(lost_rows[0].pid, lost_rows[0].pid_start_time)
     assert Sandbox.objects.get(pk=rows[0].pk).state == Sandbox.State.STOPPED
+    # The live realm's sandbox is untouched, its pid-namespace init included.
+    assert procs.is_same_process(running_rows[0].pid, running_rows[0].pid_start_time)
+    assert run_code(running.realm_id, "alpha", "print('still here')").output == "still here\n"
+    assert len(procs.descendants(running_rows[0].pid)) >= 2
     assert not os.path.ismount(layout.home_dir(lost.realm_id, "alpha"))
     assert not (cgroups.CGROUP_ROOT / "pids" / layout.install_tag() / lost.realm_id).exists()
     assert not [
         i for i in reap(dry_run=True) if i.get("realm") in (finished.realm_id, lost.realm_id)
     ]
     stop_realm_sandboxes(lost.realm_id)
+
+
+def test_the_runtime_starts_inside_with_its_birth_config(make_realm):
+    """The real runtime command and birth path: the package and its SDKs import in the
+    sandbox view, and it reads /home/agent/.bearpit/birth.json (here: a bad one)."""
+    rid = make_realm().realm_id
+    request = AgentSandboxRequest(agent_id="alpha", birth_config=json.dumps({"nonsense": True}))
+    rows = start(rid, [request])
+    log_path = layout.log_path(rid, "alpha")
+    text = wait_for_file(log_path, done="bad birth config")
+    assert "nonsense" in text or "agent_id" in text, text
+    deadline = time.monotonic() + 10
+    while procs.is_same_process(rows[0].pid, rows[0].pid_start_time):
+        assert time.monotonic() < deadline, "the runtime did not exit on a bad config"
+        time.sleep(0.05)
+    imports = run_code(
+        rid,
+        "alpha",
+        "import ssl, runtime.agent, runtime.matrix_bus, runtime.mcp_client, runtime.model\n"
+        "ssl.create_default_context(); print('imported')",
+        timeout=60,
+    )
+    assert imports.output.strip() == "imported", imports.output

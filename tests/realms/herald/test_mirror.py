@@ -67,7 +67,7 @@ def test_a_repeated_transaction_changes_nothing(platform_server, small_bus):
 
 def test_the_endpoint_wants_the_hs_token(platform_server):
     url = f"{platform_server.url}/_matrix/app/v1/transactions/9"
-    body = {"events": []}
+    body: dict[str, list[object]] = {"events": []}
     assert httpx.put(url, json=body).status_code == 401
     wrong = httpx.put(url, json=body, headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 403

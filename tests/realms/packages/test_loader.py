@@ -101,6 +101,7 @@ def test_missing_path_and_missing_manifest(tmp_path):
     assert messages(load_package(tmp_path / "empty")) == [
         "project.json: no project.json, project.yaml or project.yml in the package folder"
     ]
+    assert messages(load_package("bad\x00path")) == ["bad\x00path: no such file or folder"]
     odd = tmp_path / "notes.txt"
     odd.write_text("hello")
     assert messages(load_package(odd)) == [
@@ -363,3 +364,11 @@ def test_snapshot_is_json_and_round_trips(tmp_path):
     assert project is not None
     text = json.dumps(project.snapshot())
     assert Project.model_validate(json.loads(text)) == project
+
+
+def test_empty_inline_list_beside_folders_is_fine(tmp_path):
+    doc = base_project()
+    doc["agents"] = []
+    result = load(tmp_path, project=doc)
+    assert result.ok, messages(result)
+    assert len(result.project.agents) == 3  # type: ignore[union-attr]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from .helpers import base_agents, base_project, load, messages
 M = "project.json: spec.mechanics[0].machine"
 
 
-def machine() -> dict:
+def machine() -> dict[str, Any]:
     return {
         "roles": {"dealer": {"members": "referee"}, "player": {"members": "participants"}},
         "states": ["waiting", "playing", "done"],
@@ -74,7 +75,7 @@ def run(tmp_path, change=None, *, turns=False, agents=None, termination=True):
     declared = machine()
     if change is not None:
         change(declared)
-    spec = {"mechanics": [{"kind": "state-machine", "machine": declared}]}
+    spec: dict[str, Any] = {"mechanics": [{"kind": "state-machine", "machine": declared}]}
     if turns:
         spec["turns"] = {}
     project = base_project(**spec)

@@ -225,6 +225,7 @@ def test_bind_fills_prose_only(tmp_path):
     assert bound.agent("pong").local_skills == {"s": "Skill for reds"}  # type: ignore[union-attr]
     assert bound.spec.termination[0].pattern == "${target}"
     assert result.project.spec.goals[1] == "Play as ${team}"  # type: ignore[union-attr]
+    assert bind_parameters(result, {"team": "blues"}).spec.goals[1] == "Play as blues"
 
 
 def test_bind_refuses_values_that_break_limits(tmp_path):
@@ -234,3 +235,9 @@ def test_bind_refuses_values_that_break_limits(tmp_path):
     assert [str(e) for e in caught.value.errors] == [
         "spec.goals[0]: expected at most 1000 characters; got 1001 characters"
     ]
+
+
+def test_bind_needs_a_loaded_package(tmp_path):
+    broken = load(tmp_path, agents={})
+    with pytest.raises(ValueError, match="did not load"):
+        bind_parameters(broken, {})

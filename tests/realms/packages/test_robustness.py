@@ -97,7 +97,7 @@ def test_random_bytes(data, suffix):
         check(load_package(Path(tmp)))
 
 
-def _containers(node: Any, path: tuple = ()) -> list[tuple]:
+def _containers(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     found = [path]
     if isinstance(node, dict):
         for key, value in node.items():
@@ -110,7 +110,7 @@ def _containers(node: Any, path: tuple = ()) -> list[tuple]:
     return found
 
 
-def _at(node: Any, path: tuple) -> Any:
+def _at(node: Any, path: tuple[Any, ...]) -> Any:
     for part in path:
         node = node[part]
     return node

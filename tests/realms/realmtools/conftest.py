@@ -7,7 +7,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -50,7 +50,7 @@ def _decode(result: Any) -> Any:
         if set(data) == {"result"}:
             return data["result"]
         return data
-    text = result.content[0].text if result.content else ""
+    text = getattr(result.content[0], "text", "") if result.content else ""
     try:
         return json.loads(text)
     except ValueError:
@@ -78,7 +78,7 @@ class Agent:
         async def work(session: ClientSession) -> Any:
             result = await session.call_tool(name, args)
             if result.isError:
-                raise AssertionError(f"{name} failed: {result.content[0].text}")
+                raise AssertionError(f"{name} failed: {getattr(result.content[0], 'text', '')}")
             return _decode(result)
 
         return asyncio.run(self._session(work))
@@ -121,7 +121,7 @@ class RealmMaker:
         agents = realm.project["agents"]
         me = next(a for a in agents if a["id"] == agent_id)
         roster = [a["id"] for a in agents if a.get("role") != "referee"]
-        role = "referee" if me.get("role") == "referee" else "player"
+        role: Literal["referee", "player"] = "referee" if me.get("role") == "referee" else "player"
         tools = me.get("tools", []) if grants is None else grants
         return Agent(self.server, mint_token(realm.realm_id, agent_id, role, roster, tools))
 

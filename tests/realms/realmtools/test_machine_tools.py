@@ -134,7 +134,10 @@ def test_table_talk_reads_only_the_commons(realms):
     realm = realms(spec=_spec(AUCTION))
     for n in range(4):
         Message.objects.create(
-            realm_id=realm.realm_id, channel="commons", sender=f"@x{n}", sender_agent="orin",
+            realm_id=realm.realm_id,
+            channel="commons",
+            sender=f"@x{n}",
+            sender_agent="orin",
             body=f"talk {n} " + "x" * 700,
         )
     Message.objects.create(

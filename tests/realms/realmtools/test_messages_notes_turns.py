@@ -7,6 +7,7 @@ import pytest
 from chronicle.kinds import Kind
 from chronicle.models import Event
 from chronicle.services import record_event
+from ledger.models import VirtualKey
 
 from .conftest import REFEREE
 
@@ -92,4 +93,29 @@ def test_budget_status_without_a_key_reports_nothing_spent(realms):
         "cap_usd": None,
         "remaining_usd": None,
         "exhausted": False,
+    }
+
+
+def test_budget_status_reads_the_ledger(realms):
+    realm = realms()
+    VirtualKey.objects.create(
+        key_hash="a" * 64,
+        key_prefix="sk-test",
+        realm_id=realm.realm_id,
+        agent_id="orin",
+        provider="scripted",
+        model="scripted",
+        transport="scripted",
+        cap_nusd=2_000_000_000,
+        spent_nusd=500_000_000,
+        tokens_in=1200,
+        tokens_out=300,
+    )
+    assert realms.agent(realm, "orin").call("budget_status") == {
+        "spent_usd": 0.5,
+        "cap_usd": 2.0,
+        "remaining_usd": 1.5,
+        "exhausted": False,
+        "tokens_in": 1200,
+        "tokens_out": 300,
     }

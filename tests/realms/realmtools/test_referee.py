@@ -22,9 +22,10 @@ def test_score_penalize_flag_and_the_scoreboard(realms):
     assert ref.call("score", agent="@Orin!", delta=3, reason="won R1") == {
         "scoreboard": {"orin": 3.0, "vela": 0.0, "zed": 0.0}
     }
-    assert ref.call("penalize", agent="vela", amount=2.5, reason="named a card")["scoreboard"][
-        "vela"
-    ] == -2.5
+    assert (
+        ref.call("penalize", agent="vela", amount=2.5, reason="named a card")["scoreboard"]["vela"]
+        == -2.5
+    )
     assert ref.call("flag", agent="zed", reason="spoke out of turn") == {
         "flagged": "zed",
         "reason": "spoke out of turn",

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.timeout(60)
 
 class _Handler(BaseHTTPRequestHandler):
     hosts: list[str] = []
+    cookies: list[str | None] = []
 
     def log_message(self, *args):  # keep test output quiet
         pass
@@ -36,7 +37,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         _Handler.hosts.append(self.headers.get("Host", ""))
-        port = self.server.server_address[1]
+        _Handler.cookies.append(self.headers.get("Cookie"))
+        port = self.server.server_address[1]  # type: ignore[index]
         path = self.path
         if path == "/page":
             self._send(200, "text/html; charset=utf-8", b"<p>alpha beta gamma</p>")
@@ -52,7 +54,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(302, "text/plain", b"", [("Location", "http://169.254.169.254/latest")])
         elif path.startswith("/loop"):
             n = int(path[len("/loop") :] or 0)
-            self._send(302, "text/plain", b"", [("Location", f"http://127.0.0.1:{port}/loop{n+1}")])
+            self._send(
+                302, "text/plain", b"", [("Location", f"http://127.0.0.1:{port}/loop{n + 1}")]
+            )
         elif path == "/cookie":
             self._send(200, "text/plain", b"hi", [("Set-Cookie", "a=b")])
         else:
@@ -82,7 +86,7 @@ def loopback_only(ip):
         "172.16.0.1",
         "192.168.1.1",
         "169.254.169.254",
-        "0.0.0.0",
+        "0.0.0.0",  # noqa: S104 - an address to refuse, not to bind
         "224.0.0.1",
         "240.0.0.1",
         "100.64.0.1",
@@ -160,6 +164,13 @@ def test_contains_returns_only_the_passages_around_the_phrase(site):
     assert (missing["matches"], missing["text"]) == (0, "")
 
 
+def test_cookies_are_never_sent_back(site):
+    _Handler.cookies.clear()
+    assert webfetch.fetch(f"{site}/cookie", policy=loopback_only)["text"] == "hi"
+    webfetch.fetch(f"{site}/page", policy=loopback_only)
+    assert _Handler.cookies == [None, None]
+
+
 def test_type_and_size_caps(site):
     with pytest.raises(Refusal, match="image/png"):
         webfetch.fetch(f"{site}/image", policy=loopback_only)
@@ -171,7 +182,7 @@ def test_type_and_size_caps(site):
 def test_redirects_are_followed_vetted_and_capped(site):
     hop = webfetch.fetch(f"{site}/hop", policy=loopback_only)
     assert (hop["redirects"], hop["url"], hop["status"]) == (1, f"{site}/page", 200)
-    with pytest.raises(Refusal, match="169.254.169.254"):
+    with pytest.raises(Refusal, match=r"169\.254\.169\.254"):
         webfetch.fetch(f"{site}/to-metadata", policy=loopback_only)
     with pytest.raises(Refusal, match="more than 3 redirects"):
         webfetch.fetch(f"{site}/loop0", policy=loopback_only)
@@ -192,9 +203,7 @@ def _calls(realm):
 
 
 def _results(realm):
-    return [
-        e.payload for e in Event.objects.filter(realm_id=realm.realm_id, kind=Kind.TOOL_RESULT)
-    ]
+    return [e.payload for e in Event.objects.filter(realm_id=realm.realm_id, kind=Kind.TOOL_RESULT)]
 
 
 def test_the_granted_tool_is_brokered_chronicled_and_rationed(realms, site):
@@ -224,9 +233,9 @@ def test_the_granted_tool_is_brokered_chronicled_and_rationed(realms, site):
     assert len(_calls(realm)) == 2
 
 
-def test_the_realm_allowlist_applies_through_the_tool(realms, site):
-    agents = [{"id": "orin", "tools": ["web_fetch"]}, REFEREE]
-    realm = realms(spec={"tools": {"web_fetch": {"allow": ["*.example.org"]}}}, agents=agents)
+def test_the_realm_allowlist_applies_through_the_tool_under_its_legacy_name(realms, site):
+    agents = [{"id": "orin", "tools": ["web.fetch"]}, REFEREE]
+    realm = realms(spec={"tools": {"web.fetch": {"allow": ["*.example.org"]}}}, agents=agents)
     result = realms.agent(realm, "orin").call("web_fetch", url=f"{site}/page")
     assert "allowlist" in result["error"]
     assert _results(realm)[0]["error"].endswith("allowlist")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from realms.warden.snapshot import (
 )
 from realms.warden.termination import Conclusion, evaluate, parse_conditions
 from tests.chronicle.realmkit import DM_AB, event, make_realm, running, say
+from tests.conftest import COMPAT
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -265,6 +267,8 @@ def test_manual_stop_flag_is_checked_after_the_declared_conditions():
     assert s.stop_requested
     assert check(s, []) == Conclusion("manual", "stop requested by the operator")
     assert check(s, [{"type": "duration", "limit": "1h"}]).reason == "duration"
+    termination.clear_stop(REALM)
+    assert not stop_flag_path(REALM).exists()
 
 
 @pytest.mark.django_db
@@ -313,3 +317,52 @@ def test_evaluate_takes_declared_dicts_as_they_are():
     s = snap(now_ms=START + 2_000)
     found = evaluate(s, [{"type": "duration", "limit": "1s"}], verdict_ends_realm=False)
     assert found == Conclusion("duration", "time limit 1s reached")
+
+
+def test_declared_manual_and_no_participant_conditions_and_loader_shaped_dicts():
+    # the loader's snapshot carries every field, unset ones as None
+    declared = {
+        "limit": None,
+        "path": None,
+        "content_match": None,
+        "count": None,
+        "channel": None,
+        "pattern": None,
+        "match_mode": "substring",
+        "scope": None,
+    }
+    conds = [declared | {"type": "manual"}, declared | {"type": "no_active_participants"}]
+    assert check(snap(), conds) is None
+    assert check(snap(stop_requested=True), conds).reason == "manual"
+    gone = {"p": AgentState("p", stopped=True)}
+    assert check(snap(agents=gone), conds).reason == "no_active_participants"
+    stall = [declared | {"type": "stall", "limit": "10s"}]
+    assert check(snap(now_ms=START + 10_000), stall).reason == "stall"
+
+
+def test_every_reference_example_termination_list_parses():
+    projects = sorted(COMPAT.glob("*/project.json"))
+    assert len(projects) >= 20
+    for project in projects:
+        spec = json.loads(project.read_text())["spec"]
+        conds = parse_conditions(spec.get("termination") or [])
+        assert conds, project.parent.name
+        # none of them ends a fresh realm at its first tick
+        assert evaluate(snap(), conds, verdict_ends_realm=True) is None, project.parent.name
+
+
+@pytest.mark.django_db
+def test_symlinks_in_the_shared_folder_are_never_followed(tmp_path):
+    make_realm(REALM)
+    outside = tmp_path / "host-secret.txt"
+    outside.write_text("STATUS: FINAL")
+    (tmp_path / "host-dir").mkdir()
+    (tmp_path / "host-dir" / "brief.md").write_text("STATUS: FINAL")
+    shared = tmp_path / "realms" / REALM / "shared"
+    shared.mkdir(parents=True)
+    (shared / "brief.md").symlink_to(outside)
+    (shared / "linked").symlink_to(tmp_path / "host-dir")
+    files = build_snapshot(REALM, now_ms=START).shared_files
+    assert files == {}
+    cond = [{"type": "file", "path": "*brief.md", "content_match": "FINAL"}]
+    assert check(build_snapshot(REALM, now_ms=START), cond) is None

@@ -1,0 +1,21 @@
+"""OpenAPI description of the operator token (drf-spectacular picks it up on import)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
+
+
+class OperatorTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    target_class = "realms.api.auth.OperatorTokenAuthentication"
+    name = "operatorToken"
+
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The operator token (also accepted as the bearpit_token cookie "
+            "or the token query parameter).",
+        }

@@ -1,0 +1,134 @@
+"""The Chronicle's read-outs and the Warden's decisions on PostgreSQL (production shape).
+
+The selectors filter on JSON payload keys; this runs them, the budget policy, nudges,
+termination, the report, the status document and the archive in a process whose
+default database is a fresh PostgreSQL database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
+
+ADMIN_URL = os.environ.get(
+    "BEARPIT_TEST_POSTGRES_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+SCRIPT = """
+import json
+import django
+django.setup()
+from chronicle.archive import archive_realm
+from chronicle.models import Event, Message
+from chronicle.report import render_report
+from realms.api.status import realm_status
+from realms.models import Realm, RealmAgent
+from realms.warden import budget, nudges, termination
+from realms.warden.snapshot import build_snapshot
+
+R = "pg-abc123"
+realm = Realm.objects.create(realm_id=R, package_name="pg", state="running",
+                             project={"metadata": {"name": "PG Realm"}})
+RealmAgent.objects.create(realm=realm, agent_id="alice", position=0, budget_usd=1,
+                          on_exhausted="kill", state="running")
+RealmAgent.objects.create(realm=realm, agent_id="bob", position=1, state="running")
+def ev(kind, payload, ts):
+    Event.objects.create(realm_id=R, kind=kind, payload=payload, ts_ms=ts)
+ev("lifecycle", {"event": "running", "commons_room": "!c:x", "side_channels": {}}, 1000)
+ev("spend", {"agent": "alice", "usd": 1.5, "tokens_in": 3, "tokens_out": 4}, 1100)
+ev("score", {"agent": "bob", "delta": 2}, 1200)
+ev("violation", {"agent": "alice", "reason": "overspent"}, 1300)
+Message.objects.create(realm_id=R, channel="!c:x", sender="@a:x", sender_agent="alice",
+                       body="DONE here", ts_ms=1400, matrix_event_id="$pg1")
+stopped = []
+first = budget.enforce_budgets(build_snapshot(R, now_ms=2000), stop_agent=stopped.append)
+second = budget.enforce_budgets(build_snapshot(R, now_ms=3000), stop_agent=stopped.append)
+posts = []
+nudge = nudges.nudge_if_stalled(build_snapshot(R, now_ms=1400 + 151000),
+                                post=lambda t, m: posts.append(m))
+again = nudges.nudge_if_stalled(build_snapshot(R, now_ms=1400 + 152000),
+                                post=lambda t, m: posts.append(m))
+found = termination.evaluate(build_snapshot(R, now_ms=5000),
+                             [{"type": "message", "pattern": "DONE"}], verdict_ends_realm=False)
+status = realm_status(R)
+folder = archive_realm(R)
+print(json.dumps({
+    "first": [a.action for a in first], "second": [a.action for a in second],
+    "stopped": stopped, "posts": posts, "again": again is None,
+    "conclusion": found.as_dict() if found else None,
+    "report": render_report(R),
+    "spend": status["spend"], "scores": status["scores"], "state": status["state"],
+    "archived": sorted(p.name for p in folder.iterdir()),
+}))
+"""
+
+
+@pytest.fixture
+def pg_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    name = f"bearpit_chronicle_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = ADMIN_URL.rsplit("/", 1)[0]
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "bearpit.settings",
+        "BEARPIT_HOME": str(tmp_path / "home"),
+        "BEARPIT_DATABASE_URL": f"{base}/{name}",
+    }
+    env.pop("BEARPIT_REDIS_URL", None)
+    try:
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+            cwd=REPO,
+            env=env,
+            check=True,
+            timeout=180,
+        )
+        yield env
+    finally:
+        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_outputs_and_decisions_on_postgres(pg_env: dict[str, str]) -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=REPO,
+        env=pg_env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["first"] == ["exhausted", "killed"]
+    assert out["second"] == []
+    assert out["stopped"] == ["alice"]
+    assert out["posts"] == [["bob"]] and out["again"] is True
+    assert out["conclusion"]["reason"] == "message"
+    assert out["report"].startswith("# PG Realm — final report\n")
+    assert "- bob: 2\n" in out["report"] and "- alice: overspent\n" in out["report"]
+    assert "- alice: $1.5000\n" in out["report"]
+    assert out["spend"] == {"alice": 1.5} and out["scores"] == {"bob": 2.0}
+    assert out["state"] == "running"
+    assert out["archived"] == [
+        "events.jsonl",
+        "logs",
+        "manifest.json",
+        "messages.jsonl",
+        "outputs",
+        "report.md",
+        "transcript.txt",
+    ]

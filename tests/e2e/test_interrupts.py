@@ -1,0 +1,124 @@
+"""Ctrl-C concludes as ``manual`` with a report; ``kill -9`` mid-realm resumes on restart."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.pitrun import (
+    REPO,
+    leftover_pids,
+    pit_env,
+    read_chronicle,
+    start_pit,
+    stop_everything,
+    wait_for_line,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(200)]
+
+
+def toolcheck_copy(tmp_path: Path, umpire_script: str | None = None) -> Path:
+    package = tmp_path / "toolcheck"
+    shutil.copytree(REPO / "examples" / "toolcheck", package)
+    if umpire_script is not None:
+        (package / "offline" / "umpire.yaml").write_text(umpire_script, encoding="utf-8")
+    return package
+
+
+def test_ctrl_c_concludes_manual_and_still_reports(tmp_path: Path) -> None:
+    # An umpire that never opens: the realm would wait for its stall limit.
+    package = toolcheck_copy(tmp_path, 'idle: ""\nsteps: []\n')
+    home, log = tmp_path / "home", tmp_path / "up.log"
+    proc = start_pit(["pit_up", str(package)], pit_env(home), log)
+    try:
+        wait_for_line(log, "running: ", proc, timeout=90)
+        os.kill(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=60)
+        left = leftover_pids(home)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        stop_everything(home)
+    out = log.read_text(encoding="utf-8")
+    assert code == 0, out
+    assert "concluding: manual — interrupted by the operator (Ctrl-C)" in out
+    assert "**Concluded:** manual — interrupted by the operator (Ctrl-C)" in out
+    chron = read_chronicle(home)
+    assert chron.lifecycle() == ["provisioning", "running", "concluding", "archived"]
+    assert chron.kinds("lifecycle")[2]["reason"] == "manual"
+    assert left == []
+
+
+def test_kill_9_mid_realm_then_restart_resumes_to_the_verdict(tmp_path: Path) -> None:
+    package = toolcheck_copy(tmp_path)
+    home = tmp_path / "home"
+    env = pit_env(home)
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    first = start_pit(["pit_up", str(package)], env, first_log)
+    second = None
+    try:
+        text = wait_for_line(first_log, "provision: 3 agents started", first, timeout=90)
+        realm_id = re.search(r"provision: realm (\S+)", text)
+        assert realm_id is not None
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        assert read_chronicle(home).realms[0]["state"] == "running"
+        second = start_pit(["pit_up", str(package), "--realm", realm_id.group(1)], env, second_log)
+        code = second.wait(timeout=120)
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+        stop_everything(home)
+    out = second_log.read_text(encoding="utf-8")
+    assert code == 0, out
+    assert f"recover: {realm_id.group(1)} resumed" in out
+    assert "**Outcome:** ping wins the relay" in out
+    chron = read_chronicle(home)
+    assert chron.lifecycle() == ["provisioning", "running", "concluding", "archived"]
+    grants = [(t["round"], t["current"]) for t in chron.kinds("turn") if "event" not in t]
+    assert len(grants) == len(set(grants)), grants
+    assert grants[:2] == [(1, "ping"), (1, "pong")]
+    kickoffs = [b for a, b, _e in chron.messages if not a and "Welcome to the realm" in b]
+    assert len(kickoffs) == 1
+    assert len(chron.kinds("verdict")) == 1 and len(chron.kinds("elimination")) == 1
+
+
+def test_restart_with_sandboxes_gone_concludes_interrupted(tmp_path: Path) -> None:
+    package = toolcheck_copy(tmp_path, 'idle: ""\nsteps: []\n')
+    home = tmp_path / "home"
+    env = pit_env(home)
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    first = start_pit(["pit_up", str(package)], env, first_log)
+    second = None
+    try:
+        text = wait_for_line(first_log, "provision: 3 agents started", first, timeout=90)
+        match = re.search(r"provision: realm (\S+)", text)
+        assert match is not None
+        realm_id = match.group(1)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        # The host "reboots": every sandbox of the realm is gone.
+        sandboxes = leftover_pids(home / "realms" / realm_id)
+        assert sandboxes
+        for pid in sandboxes:
+            os.kill(pid, signal.SIGKILL)
+        second = start_pit(["pit_up", str(package), "--realm", realm_id], env, second_log)
+        code = second.wait(timeout=90)
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+        stop_everything(home)
+    out = second_log.read_text(encoding="utf-8")
+    assert code == 0, out
+    assert f"recover: {realm_id} interrupted" in out
+    assert "**Concluded:** interrupted — restart: sandboxes of" in out
+    chron = read_chronicle(home)
+    assert chron.lifecycle() == ["provisioning", "running", "concluding", "interrupted"]

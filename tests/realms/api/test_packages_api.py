@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from realms.library import files as trees
+from realms.models import Scenario
+from tests.conftest import COMPAT
+
+pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
+
+TOKEN = "test-operator-token-packages-0123"
+
+
+@pytest.fixture(autouse=True)
+def _settings(settings, tmp_path):
+    settings.BEARPIT_HOME = tmp_path / "home"
+    settings.BEARPIT_API_TOKEN = TOKEN
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    (examples / "toolcheck").symlink_to(COMPAT / "toolcheck")
+    settings.BEARPIT_EXAMPLES_DIR = examples
+
+
+def auth() -> dict[str, str]:
+    return {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_the_library_needs_the_token(client):
+    assert client.get("/api/packages").status_code == 401
+
+
+def test_examples_are_listed_and_a_user_copy_shadows_one(client):
+    listed = client.get("/api/packages", **auth()).json()["packages"]
+    assert [(p["name"], p["source"], p["editable"]) for p in listed] == [
+        ("toolcheck", "example", False)
+    ]
+    assert listed[0]["agents"] == ["ping", "pong", "umpire"]
+
+    upload = trees.build_zip(tree(COMPAT / "param-relay"), top="param-relay")
+    created = client.post(
+        "/api/packages/import-zip?name=toolcheck",
+        data=upload,
+        content_type="application/zip",
+        **auth(),
+    )
+    assert created.status_code == 201, created.content
+    assert created.json()["source"] == "user"
+    listed = client.get("/api/packages", **auth()).json()["packages"]
+    assert [(p["name"], p["source"]) for p in listed] == [("toolcheck", "user")]
+    assert listed[0]["agents"] == ["alto", "basso", "warden"]
+
+
+def test_detail_parameters_and_export(client):
+    client.get("/api/packages", **auth())
+    detail = client.get("/api/packages/toolcheck", **auth()).json()
+    assert detail["validation"]["ok"] is True
+    assert "agents/umpire/agent.json" in detail["files"]
+
+    upload = trees.build_zip(tree(COMPAT / "param-relay"), top="param-relay")
+    client.post(
+        "/api/packages/import-zip?name=param-relay",
+        data=upload,
+        content_type="application/zip",
+        **auth(),
+    )
+    params = client.get("/api/packages/param-relay/parameters", **auth()).json()["parameters"]
+    assert {"seed_word", "tone", "category"} <= {p["name"] for p in params}
+
+    exported = client.get("/api/packages/param-relay/export", **auth())
+    assert exported["Content-Type"] == "application/zip"
+    assert trees.read_zip(exported.content) == tree(COMPAT / "param-relay")
+
+
+def test_a_broken_upload_is_refused_and_changes_nothing(client):
+    response = client.post(
+        "/api/packages/import-zip?name=junk",
+        data=b"not a zip",
+        content_type="application/zip",
+        **auth(),
+    )
+    assert response.status_code == 400
+    assert "not a zip archive" in json.dumps(response.json())
+    assert not Scenario.objects.filter(name="junk").exists()
+
+
+def test_unknown_names_and_deleting_examples(client):
+    client.get("/api/packages", **auth())
+    assert client.get("/api/packages/ghost", **auth()).status_code == 404
+    assert client.delete("/api/packages/toolcheck", **auth()).status_code == 404
+    assert Scenario.objects.filter(name="toolcheck", source="example").exists()

@@ -1,0 +1,103 @@
+"""What each backend asks of bwrap and of the container engine, read from the
+arguments it builds (the engine itself is exercised where one exists)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from realms.forge import layout
+from realms.forge.backends import SandboxError, get_backend
+from realms.forge.backends.bwrap import bwrap_command
+from realms.forge.backends.docker import DockerBackend
+from realms.forge.secrets import mask_secrets, secrets_in_config
+from realms.forge.spec import Egress, SandboxSpec
+from tests.realms.forge.conftest import SMALL
+
+
+def _spec(tmp_path: Path, egress: Egress = Egress.MODEL_ONLY, shared: bool = True) -> SandboxSpec:
+    return SandboxSpec(
+        realm_id="r1",
+        agent_id="alpha",
+        host_uid=400123,
+        host_gid=400120,
+        home=tmp_path / "home",
+        shared=tmp_path / "shared" if shared else None,
+        sockets=tmp_path / "run",
+        log_path=tmp_path / "alpha.log",
+        limits=SMALL,
+        egress=egress,
+    )
+
+
+def _pairs(args: list[str], flag: str) -> list[tuple[str, str]]:
+    return [(args[i + 1], args[i + 2]) for i, a in enumerate(args) if a == flag]
+
+
+def test_bwrap_runtime_view(tmp_path):
+    args = bwrap_command(_spec(tmp_path), ["python", "-m", "runtime"], exec_mode=False)
+    assert "--unshare-net" in args and "--share-net" not in args
+    assert "--die-with-parent" not in args  # must outlive a worker restart
+    assert (str(tmp_path / "run"), layout.SANDBOX_SOCKETS) in _pairs(args, "--ro-bind")
+    run_tmpfs = next(i for i, a in enumerate(args) if a == "--tmpfs" and args[i + 1] == "/run")
+    assert run_tmpfs < args.index(str(tmp_path / "run"))  # /run first, then /run/bearpit
+    assert (str(tmp_path / "home"), layout.SANDBOX_HOME) in _pairs(args, "--bind")
+    assert (str(tmp_path / "shared"), layout.SANDBOX_SHARED) in _pairs(args, "--bind")
+    setpriv = args[args.index("--") + 1 :]
+    assert setpriv[:3] == ["/usr/bin/setpriv", "--reuid=400123", "--regid=400120"]
+    assert "--clear-groups" in setpriv and "--bounding-set=-all" in setpriv
+    assert setpriv[-3:] == ["python", "-m", "runtime"]
+
+
+def test_bwrap_open_egress_and_exec_view(tmp_path):
+    open_args = bwrap_command(_spec(tmp_path, Egress.OPEN), ["x"], exec_mode=False)
+    assert "--unshare-net" not in open_args
+    exec_args = bwrap_command(_spec(tmp_path, Egress.OPEN, shared=False), ["x"], exec_mode=True)
+    assert "--unshare-net" in exec_args and "--die-with-parent" in exec_args
+    assert f"{layout.SANDBOX_HOME}/.bearpit" in exec_args  # the tmpfs hiding birth.json
+    assert layout.SANDBOX_SOCKETS not in exec_args
+    assert layout.SANDBOX_SHARED not in exec_args
+
+
+def test_docker_container_contract(tmp_path):
+    backend = DockerBackend()
+    kwargs = backend._run_kwargs(_spec(tmp_path), exec_mode=False)
+    assert kwargs["network_mode"] == "none"
+    assert kwargs["user"] == "400123:400120"
+    assert kwargs["read_only"] is True and kwargs["cap_drop"] == ["ALL"]
+    assert kwargs["mem_limit"] == SMALL.memory_bytes
+    assert kwargs["pids_limit"] == SMALL.max_processes
+    assert kwargs["volumes"][str(tmp_path / "run")] == {
+        "bind": layout.SANDBOX_SOCKETS,
+        "mode": "ro",
+    }
+    exec_kwargs = backend._run_kwargs(_spec(tmp_path), exec_mode=True)
+    assert str(tmp_path / "run") not in exec_kwargs["volumes"]
+    assert f"{layout.SANDBOX_HOME}/.bearpit" in exec_kwargs["tmpfs"]
+
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(SandboxError, match="unknown backend 'vm'"):
+        get_backend("vm")
+
+
+def test_secret_discovery_and_masking():
+    config = {
+        "model": {"api_key": "sk-abcdef123456", "name": "gpt"},
+        "mcp": {"headers": {"Authorization": "Bearer tok-98765432"}},
+        "bus": {"password": "hunter2-long"},
+        "note": "sk-not-a-secret-because-key-is-plain",
+    }
+    found = secrets_in_config(config)
+    assert set(found) == {
+        "sk-abcdef123456",
+        "Bearer tok-98765432",
+        "tok-98765432",
+        "hunter2-long",
+    }
+    text = "key sk-abcdef123456, header Bearer tok-98765432, bus hunter2-long, model gpt"
+    assert mask_secrets(text, found) == (
+        "key [redacted], header [redacted], bus [redacted], model gpt"
+    )
+    assert mask_secrets("abc", ["abc"]) == "abc"  # too short to mask safely
