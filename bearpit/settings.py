@@ -48,6 +48,7 @@ try:
         "BEARPIT_SANDBOX_UID_COUNT", 10000, minimum=1, maximum=1_000_000
     )
     BEARPIT_SANDBOX_EXEC_TIMEOUT = env.env_float("BEARPIT_SANDBOX_EXEC_TIMEOUT", 90.0, minimum=1)
+    BEARPIT_SANDBOX_STOP_GRACE = env.env_float("BEARPIT_SANDBOX_STOP_GRACE", 5.0, minimum=0)
     BEARPIT_DOCKER_URL = env.env_str("BEARPIT_DOCKER_URL")
     BEARPIT_DOCKER_IMAGE = (
         env.env_str("BEARPIT_DOCKER_IMAGE", "bearpit-agent:latest") or "bearpit-agent:latest"

@@ -262,6 +262,9 @@ def start_ours(tmp: Path, mock_port: int) -> tuple[subprocess.Popen[bytes], int,
     return proc, port, secret
 
 
+LITELLM_MASTER_KEY = "sk-bench-" + os.urandom(16).hex()
+
+
 def start_litellm(tmp: Path, mock_port: int) -> tuple[subprocess.Popen[bytes], int]:
     venv = tmp / "litellm-venv"
     uv = shutil.which("uv")
@@ -285,7 +288,12 @@ def start_litellm(tmp: Path, mock_port: int) -> tuple[subprocess.Popen[bytes], i
         "  telemetry: false\n"
     )
     port = free_port()
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR"}
+    env = {
+        **os.environ,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_LOG": "ERROR",
+        "LITELLM_MASTER_KEY": LITELLM_MASTER_KEY,  # it refuses to start without one
+    }
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen(
         [
@@ -315,6 +323,9 @@ def start_litellm(tmp: Path, mock_port: int) -> tuple[subprocess.Popen[bytes], i
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument(
+        "--skip", default="", help="comma-separated targets to leave out: ours, litellm"
+    )
     parser.add_argument("--serve-mock", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_mock is not None:
@@ -334,13 +345,17 @@ def main() -> None:
         targets: list[tuple[str, int, str, subprocess.Popen[bytes] | None]] = [
             ("direct", mock_port, "", None)
         ]
-        ours, ours_port, secret = start_ours(tmp, mock_port)
-        procs.append(ours)
-        targets.append(("ours", ours_port, secret, ours))
+        skip = set(args.skip.split(","))
+        if "ours" not in skip:
+            ours, ours_port, secret = start_ours(tmp, mock_port)
+            procs.append(ours)
+            targets.append(("ours", ours_port, secret, ours))
         try:
+            if "litellm" in skip:
+                raise RuntimeError("skipped")
             lite, lite_port = start_litellm(tmp, mock_port)
             procs.append(lite)
-            targets.append(("litellm", lite_port, "", lite))
+            targets.append(("litellm", lite_port, LITELLM_MASTER_KEY, lite))
         except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
             litellm_error = str(exc)
             print(f"litellm proxy unavailable: {exc}", flush=True)
@@ -392,11 +407,13 @@ def main() -> None:
         round(ours_p50 / lite_p50, 3) if ours_p50 is not None and lite_p50 else None
     )
     lite_rps = summary["litellm_rps_c16"]
+    ours_rps = summary["ours_rps_c16"]
     summary["throughput_ratio_c16"] = (
-        round(summary["ours_rps_c16"] / lite_rps, 2) if lite_rps else None
+        round(ours_rps / lite_rps, 2) if ours_rps and lite_rps else None
     )
     lite_rss = summary["litellm_peak_rss_mb"]
-    summary["rss_ratio"] = round(summary["ours_peak_rss_mb"] / lite_rss, 3) if lite_rss else None
+    ours_rss = summary["ours_peak_rss_mb"]
+    summary["rss_ratio"] = round(ours_rss / lite_rss, 3) if ours_rss and lite_rss else None
     if litellm_error:
         summary["litellm_error"] = litellm_error[:300]
     print(json.dumps(summary))

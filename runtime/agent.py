@@ -16,7 +16,7 @@ from pathlib import Path
 
 from runtime import __version__
 from runtime.birth import BirthConfig
-from runtime.bus import Bus, BusMessage
+from runtime.bus import Bus, BusMessage, BusSendError
 from runtime.filetools import file_tools
 from runtime.hooks import Hooks
 from runtime.loop import AgentLoop, Termination, TurnResult
@@ -131,10 +131,10 @@ class Agent:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Serve wakes until ``stop`` is set. One turn at a time, by construction."""
-        await self.setup()
-        assert self.loop is not None
         reason = "stopped"
         try:
+            await self.setup()
+            assert self.loop is not None
             while not stop.is_set():
                 if self._queue.empty():
                     self.idle.set()
@@ -164,14 +164,22 @@ class Agent:
                 if result.termination is Termination.BUDGET_EXHAUSTED:
                     self.dormant = True
                 if result.final_text and self.bus is not None:
-                    room = self._reply_room or self.bus.commons_room_id
-                    await self.bus.send(room, result.final_text)
+                    await self._reply(result.final_text)
         except Exception as exc:
             reason = f"error: {type(exc).__name__}: {exc}"
             self.trace.emit("error", where="agent.run", error=reason)
             raise
         finally:
             await self.close(reason)
+
+    async def _reply(self, text: str) -> None:
+        assert self.bus is not None
+        room = self._reply_room or self.bus.commons_room_id
+        try:
+            await self.bus.send(room, text)
+        except BusSendError as exc:
+            # The reply stays in the transcript; the agent goes on with the next wake.
+            self.trace.emit("error", where="reply", room=room, error=str(exc), chars=len(text))
 
     async def _wait_for_wake(self, stop: asyncio.Event) -> None:
         waiters = {asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())}

@@ -25,6 +25,10 @@ class BusMessage:
 Deliver = Callable[[BusMessage], None]
 
 
+class BusSendError(Exception):
+    """A reply could not be posted after retrying."""
+
+
 class Bus(Protocol):
     commons_room_id: str
 

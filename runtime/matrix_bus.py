@@ -12,10 +12,11 @@ import aiohttp
 from nio import AsyncClient, AsyncClientConfig, JoinError, RoomSendError, SyncError, SyncResponse
 
 from runtime.birth import BusSettings
-from runtime.bus import BusMessage, Deliver, Gate
+from runtime.bus import BusMessage, BusSendError, Deliver, Gate
 from runtime.trace import TraceWriter
 
 SYNC_TIMEOUT_MS = 30_000
+SEND_ATTEMPTS = 5
 _FILTER = {
     "room": {
         "timeline": {"limit": 100, "types": ["m.room.message"]},
@@ -78,13 +79,19 @@ class MatrixBus:
 
     async def send(self, room_id: str, text: str) -> None:
         content = {"msgtype": "m.text", "body": text}
-        for attempt in range(3):
-            resp = await self.client.room_send(room_id, "m.room.message", content)
-            if not isinstance(resp, RoomSendError):
-                return
-            self._trace.emit("error", where="bus.send", room=room_id, error=str(resp.message))
-            await asyncio.sleep(1.0 * (attempt + 1))
-        raise RuntimeError(f"could not post to {room_id}")
+        problem = ""
+        for attempt in range(SEND_ATTEMPTS):
+            try:
+                resp = await self.client.room_send(room_id, "m.room.message", content)
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if not isinstance(resp, RoomSendError):
+                    return
+                problem = str(resp.message)
+            self._trace.emit("error", where="bus.send", room=room_id, error=problem)
+            await asyncio.sleep(min(2.0**attempt, 30.0))
+        raise BusSendError(f"could not post to {room_id}: {problem}")
 
     def _load_since(self) -> str | None:
         try:
@@ -97,12 +104,16 @@ class MatrixBus:
         backoff = 1.0
         wanted = set(self._rooms)
         while True:
-            resp = await self.client.sync(
-                timeout=SYNC_TIMEOUT_MS if since else 0,
-                sync_filter=_FILTER,
-                since=since,
-                full_state=False,
-            )
+            try:
+                resp = await self.client.sync(
+                    timeout=SYNC_TIMEOUT_MS if since else 0,
+                    sync_filter=_FILTER,
+                    since=since,
+                    full_state=False,
+                )
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                # The homeserver is restarting or unreachable: keep the token, try again.
+                resp = SyncError(f"{type(exc).__name__}: {exc}")
             if isinstance(resp, SyncError) or not isinstance(resp, SyncResponse):
                 problem = str(getattr(resp, "message", resp))
                 self._trace.emit("error", where="bus.sync", error=problem)

@@ -7,7 +7,7 @@ from typing import TextIO
 
 from runtime.agent import Agent
 from runtime.birth import BirthConfig
-from runtime.terminal_bus import TerminalBus
+from runtime.terminal_bus import TerminalBus, Writer
 
 HELP = (
     "Type a line to speak as the operator in the Commons; 'name: text' speaks as name, "
@@ -15,7 +15,7 @@ HELP = (
 )
 
 
-async def run_in_terminal(config: BirthConfig, stdin: TextIO, stdout: TextIO) -> Agent:
+async def run_in_terminal(config: BirthConfig, stdin: TextIO, stdout: Writer) -> Agent:
     """Run the agent until the terminal closes, then let it answer what it already got."""
     bus = TerminalBus(stdin, stdout, config.agent_id)
     agent = Agent(config, bus)

@@ -11,7 +11,7 @@ import asyncio
 import re
 import threading
 import time
-from typing import TextIO
+from typing import Any, Protocol, TextIO
 
 from runtime.bus import BusMessage, Deliver
 
@@ -19,8 +19,14 @@ COMMONS = "!commons:standalone"
 _SPEAKER = re.compile(r"^(?:(dm)\s+)?([a-z0-9][a-z0-9-]{0,63}):\s*(.*)$", re.IGNORECASE)
 
 
+class Writer(Protocol):
+    def write(self, text: str, /) -> Any: ...
+
+    def flush(self) -> Any: ...
+
+
 class TerminalBus:
-    def __init__(self, stdin: TextIO, stdout: TextIO, agent_id: str) -> None:
+    def __init__(self, stdin: TextIO, stdout: Writer, agent_id: str) -> None:
         self.commons_room_id = COMMONS
         self._in = stdin
         self._out = stdout

@@ -68,6 +68,8 @@ class Gateway:
         self.default_max_tokens = int(settings.BEARPIT_GATEWAY_DEFAULT_MAX_TOKENS)
         self.threads = db_threads or int(settings.BEARPIT_GATEWAY_DB_THREADS)
         self.keys = KeyCache()
+        self._queue: asyncio.Queue[tuple[spend.Settlement, asyncio.Future[None]]] = asyncio.Queue()
+        self._settler: asyncio.Task[None] | None = None
         self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ledger-db")
         self.client = httpx.AsyncClient(
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
@@ -79,6 +81,12 @@ class Gateway:
         return await loop.run_in_executor(self.pool, lambda: fn(*args, **kwargs))
 
     async def aclose(self) -> None:
+        """Finish writing settlements, then let go of connections and threads."""
+        await self._queue.join()
+        if self._settler is not None:
+            self._settler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._settler
         await self.client.aclose()
         # Close each worker thread's database connection in that thread.
         barrier = threading.Barrier(self.threads)
@@ -146,8 +154,15 @@ class Gateway:
             raise _REFUSALS[refusal]()
         return amount, estimate
 
-    async def settle(self, call: Call, usage: Usage, reserved: int, started: float) -> None:
-        """Meter the call once, whatever path ends it."""
+    async def settle(
+        self, call: Call, usage: Usage, reserved: int, started: float, *, wait: bool
+    ) -> None:
+        """Meter the call once, whatever path ends it.
+
+        The settlement joins the queue the settler writes in batches; ``wait`` blocks until
+        it is committed (streams before their last line, scripted calls whose next reply
+        depends on it). The reservation holds the cap until then.
+        """
         if usage.settled:
             return
         usage.settled = True
@@ -177,24 +192,44 @@ class Gateway:
                 cost,
                 reserved,
             )
-        with anyio.CancelScope(shield=True):
+        item = spend.Settlement(
+            key_id=key.id,
+            reserved_nusd=reserved,
+            cost_nusd=cost,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            latency_ms=int((time.monotonic() - started) * 1000),
+            outcome=usage.outcome,
+            model=key.model,
+            streamed=call.stream,
+            script_cursor=usage.cursor,
+        )
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._ensure_settler()
+        self._queue.put_nowait((item, done))
+        if wait:
+            with anyio.CancelScope(shield=True):
+                await done
+
+    def _ensure_settler(self) -> None:
+        if self._settler is None:
+            self._settler = asyncio.get_running_loop().create_task(self._settle_loop())
+
+    async def _settle_loop(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while not self._queue.empty() and len(batch) < 500:
+                batch.append(self._queue.get_nowait())
             try:
-                await self.db(
-                    spend.settle,
-                    key_id=key.id,
-                    reserved_nusd=reserved,
-                    cost_nusd=cost,
-                    tokens_in=tokens_in,
-                    tokens_out=tokens_out,
-                    latency_ms=int((time.monotonic() - started) * 1000),
-                    outcome=usage.outcome,
-                    model=key.model,
-                    streamed=call.stream,
-                    script_cursor=usage.cursor,
-                )
+                await self.db(spend.settle_many, [item for item, _ in batch])
             except Exception:
-                # The reservation stays held: a cap errs on the safe side.
-                log.exception("settling a call of %s/%s failed", key.realm_id, key.agent_id)
+                # The reservations stay held: a cap errs on the safe side.
+                log.exception("settling %d call(s) failed", len(batch))
+            finally:
+                for _, done in batch:
+                    if not done.done():
+                        done.set_result(None)
+                    self._queue.task_done()
 
     async def chat_completions(self, request: Request) -> Response:
         started = time.monotonic()
@@ -216,13 +251,15 @@ class Gateway:
             body = await self._complete(call, usage)
         except GatewayError as exc:
             usage.outcome = "upstream_error"
-            await self.settle(call, usage, reserved, started)
+            await self.settle(call, usage, reserved, started, wait=False)
             return exc.response()
         except BaseException:
             usage.outcome = "upstream_error"
-            await self.settle(call, usage, reserved, started)
+            await self.settle(call, usage, reserved, started, wait=False)
             raise
-        await self.settle(call, usage, reserved, started)
+        # The answer does not wait for the books, except where the next answer reads them.
+        scripted = call.key.transport == "scripted"
+        await self.settle(call, usage, reserved, started, wait=scripted)
         return Response(body, media_type="application/json")
 
     async def _complete(self, call: Call, usage: Usage) -> bytes:
@@ -260,7 +297,7 @@ class Gateway:
                     # Settle before the client hears the end, so spend is on record by then.
                     if usage.outcome == "disconnected":
                         usage.outcome = "ok"
-                    await self.settle(call, usage, reserved, started)
+                    await self.settle(call, usage, reserved, started, wait=True)
                 yield chunk
             finished = True
         finally:
@@ -270,7 +307,9 @@ class Gateway:
             with anyio.CancelScope(shield=True):
                 if aclose is not None:
                     await aclose()
-            await self.settle(call, usage, reserved, started)
+                await self.settle(
+                    call, usage, reserved, started, wait=call.key.transport == "scripted"
+                )
 
     async def models(self, request: Request) -> Response:
         try:

@@ -57,8 +57,11 @@ class GatewayServer:
     def _sockets(self) -> list[socket.socket]:
         socks: list[socket.socket] = []
         if self.port is not None:
-            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY only on sockets that say
+            # so, and without it every response waits out the client's delayed ACK (~40 ms).
+            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             tcp.bind((self.host, self.port))
             self.port = tcp.getsockname()[1]
             socks.append(tcp)

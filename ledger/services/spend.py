@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import Enum
+from typing import Any
 
-from django.db import transaction
-from django.db.models import F, Q
+from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from chronicle.kinds import Kind
@@ -44,18 +45,31 @@ class AgentSpend:
     exhausted: bool
 
 
+def _reserve_sql() -> str:
+    key = VirtualKey._meta.db_table
+    realm = Realm._meta.db_table
+    terminal = ", ".join(f"'{state}'" for state in Realm.TERMINAL_STATES)
+    # Hand-written because this runs on every model call: one statement, nothing to compile.
+    return (
+        f"UPDATE {key} SET reserved_nusd = reserved_nusd + %s"  # noqa: S608 - no user input
+        " WHERE id = %s AND revoked_at IS NULL"
+        " AND (cap_nusd IS NULL OR cap_nusd >= base_nusd + spent_nusd + reserved_nusd + %s)"
+        f" AND NOT EXISTS (SELECT 1 FROM {realm} WHERE realm_id = %s AND state IN ({terminal}))"
+    )
+
+
+_RESERVE_SQL: str | None = None
+
+
 def reserve(key_id: int, realm_id: str, amount_nusd: int) -> Refusal | None:
     """Hold ``amount_nusd`` against the key's cap; None when held, else why not."""
-    live = VirtualKey.objects.filter(pk=key_id, revoked_at__isnull=True).exclude(
-        realm_id__in=Realm.objects.filter(
-            realm_id=realm_id, state__in=Realm.TERMINAL_STATES
-        ).values("realm_id")
-    )
-    fits = Q(cap_nusd__isnull=True) | Q(
-        cap_nusd__gte=F("base_nusd") + F("spent_nusd") + F("reserved_nusd") + amount_nusd
-    )
-    if live.filter(fits).update(reserved_nusd=F("reserved_nusd") + amount_nusd):
-        return None
+    global _RESERVE_SQL
+    if _RESERVE_SQL is None:
+        _RESERVE_SQL = _reserve_sql()
+    with connection.cursor() as cursor:
+        cursor.execute(_RESERVE_SQL, [amount_nusd, key_id, amount_nusd, realm_id])
+        if cursor.rowcount == 1:
+            return None
     return _why_refused(key_id, realm_id, amount_nusd)
 
 
@@ -75,66 +89,95 @@ def _why_refused(key_id: int, realm_id: str, amount_nusd: int) -> Refusal:
     return Refusal.BUSY
 
 
-def release(key_id: int, amount_nusd: int) -> None:
-    """Give back a reservation for a call that never reached a provider."""
-    VirtualKey.objects.filter(pk=key_id).update(reserved_nusd=F("reserved_nusd") - amount_nusd)
+@dataclass(frozen=True)
+class Settlement:
+    """The end of one call: its reservation is released and its real cost added."""
+
+    key_id: int
+    reserved_nusd: int
+    cost_nusd: int
+    tokens_in: int
+    tokens_out: int
+    latency_ms: int
+    outcome: str
+    model: str
+    streamed: bool
+    script_cursor: int | None = None
+
+
+def settle(**fields: Any) -> None:
+    """Settle one call (see :func:`settle_many`)."""
+    settle_many([Settlement(**fields)])
 
 
 @transaction.atomic
-def settle(
-    *,
-    key_id: int,
-    reserved_nusd: int,
-    cost_nusd: int,
-    tokens_in: int,
-    tokens_out: int,
-    latency_ms: int,
-    outcome: str,
-    model: str,
-    streamed: bool,
-    script_cursor: int | None = None,
-) -> Spend:
-    """Turn a reservation into the call's real cost: one Spend row and one spend event."""
-    changes: dict[str, object] = {
-        "reserved_nusd": F("reserved_nusd") - reserved_nusd,
-        "spent_nusd": F("spent_nusd") + cost_nusd,
-        "tokens_in": F("tokens_in") + tokens_in,
-        "tokens_out": F("tokens_out") + tokens_out,
-        "calls": F("calls") + 1,
+def settle_many(items: list[Settlement]) -> None:
+    """Settle calls in one transaction: a Spend row per call, one UPDATE and one ``spend``
+    event per key.
+
+    The gateway hands over whatever finished while the previous batch was being written,
+    so under load many calls share a commit; when calls are sparse a batch is one call and
+    each call has its own event. The event's ``usd``/tokens are the batch's deltas.
+    """
+    ts = now_ms()
+    by_key: dict[int, list[Settlement]] = {}
+    for item in items:
+        by_key.setdefault(item.key_id, []).append(item)
+    for key_id, group in by_key.items():
+        changes: dict[str, Any] = {
+            "reserved_nusd": F("reserved_nusd") - sum(i.reserved_nusd for i in group),
+            "spent_nusd": F("spent_nusd") + sum(i.cost_nusd for i in group),
+            "tokens_in": F("tokens_in") + sum(i.tokens_in for i in group),
+            "tokens_out": F("tokens_out") + sum(i.tokens_out for i in group),
+            "calls": F("calls") + len(group),
+        }
+        cursors = [i.script_cursor for i in group if i.script_cursor is not None]
+        if cursors:
+            changes["script_cursor"] = max(cursors)
+        VirtualKey.objects.filter(pk=key_id).update(**changes)
+    keys = {
+        k.pk: k
+        for k in VirtualKey.objects.filter(pk__in=by_key).only(
+            "realm_id", "agent_id", "base_nusd", "spent_nusd", "cap_nusd"
+        )
     }
-    if script_cursor is not None:
-        changes["script_cursor"] = script_cursor
-    VirtualKey.objects.filter(pk=key_id).update(**changes)
-    key = VirtualKey.objects.only(
-        "realm_id", "agent_id", "base_nusd", "spent_nusd", "cap_nusd"
-    ).get(pk=key_id)
-    spend = Spend.objects.create(
-        key_id=key_id,
-        realm_id=key.realm_id,
-        agent_id=key.agent_id,
-        model=model,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        cost_nusd=cost_nusd,
-        latency_ms=latency_ms,
-        outcome=outcome,
-        streamed=streamed,
-        ts_ms=now_ms(),
+    Spend.objects.bulk_create(
+        [
+            Spend(
+                key_id=i.key_id,
+                realm_id=keys[i.key_id].realm_id,
+                agent_id=keys[i.key_id].agent_id,
+                model=i.model,
+                tokens_in=i.tokens_in,
+                tokens_out=i.tokens_out,
+                cost_nusd=i.cost_nusd,
+                latency_ms=i.latency_ms,
+                outcome=i.outcome,
+                streamed=i.streamed,
+                ts_ms=ts,
+            )
+            for i in items
+        ]
     )
-    if cost_nusd or tokens_in or tokens_out:
+    for key_id, group in by_key.items():
+        key = keys[key_id]
+        cost = sum(i.cost_nusd for i in group)
+        tokens_in = sum(i.tokens_in for i in group)
+        tokens_out = sum(i.tokens_out for i in group)
+        if not (cost or tokens_in or tokens_out):
+            continue
         record_event(
             key.realm_id,
             Kind.SPEND,
             {
                 "agent": key.agent_id,
-                "usd": float(to_usd(cost_nusd)),
+                "usd": float(to_usd(cost)),
                 "cumulative": float(to_usd(key.base_nusd + key.spent_nusd)),
                 "cap": None if key.cap_nusd is None else float(to_usd(key.cap_nusd)),
                 "tokens_in": tokens_in,
                 "tokens_out": tokens_out,
             },
         )
-    return spend
 
 
 def realm_spend(realm_id: str) -> dict[str, AgentSpend]:

@@ -115,11 +115,18 @@ def all_pids() -> list[int]:
     return [int(entry.name) for entry in PROC.iterdir() if entry.name.isdigit()]
 
 
-def kill_tree(pid: int, started: int | None, grace: float) -> None:
-    """SIGTERM a process tree, wait ``grace`` seconds, then SIGKILL what is left."""
+def kill_tree(pid: int, started: int | None, grace: float, *, term_root: bool = True) -> None:
+    """SIGTERM a process tree, wait ``grace`` seconds for its root to go, then SIGKILL
+    what is left.
+
+    ``term_root=False`` spares the root the SIGTERM: for a bwrap sandbox the root is
+    bwrap itself, which would die at once and leave the sandbox running untracked;
+    it exits by itself once the command inside has.
+    """
     if not is_same_process(pid, started):
         return
-    for target in [*descendants(pid), pid]:
+    targets = descendants(pid)
+    for target in [*targets, pid] if term_root else targets:
         signal_pid(target, signal.SIGTERM)
     if wait_gone(pid, started, grace):
         return

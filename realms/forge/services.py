@@ -28,8 +28,6 @@ from realms.forge.spec import Egress, Limits, SandboxHandle, SandboxSpec, runtim
 
 log = logging.getLogger(__name__)
 
-STOP_GRACE_SECONDS = 5.0
-
 
 class ForgeError(RuntimeError):
     """Provisioning failed; the message names the agent and the reason."""
@@ -275,7 +273,7 @@ def finish_stop(row: Sandbox) -> None:
     impl = get_backend(row.backend)
     error = ""
     try:
-        impl.stop(spec_for(row), handle_for(row), STOP_GRACE_SECONDS)
+        impl.stop(spec_for(row), handle_for(row), settings.BEARPIT_SANDBOX_STOP_GRACE)
     except SandboxError as exc:
         error = str(exc)
         log.warning("stopping %s: %s", row, exc)

@@ -20,7 +20,7 @@ from django.conf import settings
 from bearpit.env import DatabaseURL
 
 AS_ID = "bearpit-herald"
-SYSTEM_LOCALPART = "system"
+SYSTEM_LOCALPART = "bp_system"
 USER_PREFIX = "bp_"
 GATE_MODULE = "realms.herald.gate.HeraldGate"
 
@@ -220,7 +220,10 @@ def _log_config(config: HomeserverConfig) -> str:
 def gate_module_config(config: HomeserverConfig, operator_localpart: str) -> dict[str, Any]:
     return {
         "agent_prefix": USER_PREFIX,
-        "exempt": [f"@{operator_localpart}:{config.server_name}"],
+        "exempt": [
+            f"@{SYSTEM_LOCALPART}:{config.server_name}",
+            f"@{operator_localpart}:{config.server_name}",
+        ],
         "allow_file": str(config.gate_path),
     }
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
+from django.conf import settings
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
@@ -94,17 +95,20 @@ class HomeserverHandle:
     config: HomeserverConfig
     pid: int
     started: bool
+    external_url: str | None = None
     _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.config.port}"
+        return self.external_url or f"http://127.0.0.1:{self.config.port}"
 
     @property
     def socket_path(self) -> Path:
         return self.config.socket_path
 
     def alive(self) -> bool:
+        if self.external_url:
+            return True
         if self._process is not None:
             return self._process.poll() is None
         return _pid_alive(self.pid)
@@ -119,6 +123,8 @@ class HomeserverHandle:
 
     def stop(self, timeout: float = 15.0) -> None:
         """Stop the homeserver (SIGTERM, then SIGKILL after ``timeout``)."""
+        if self.external_url:
+            raise HomeserverError("the homeserver is external: the platform does not stop it")
         if not self.alive():
             self._forget()
             return
@@ -234,9 +240,23 @@ def _wait_healthy(handle: HomeserverHandle, poll: Callable[[], int | None], time
     )
 
 
+def _external(config: HomeserverConfig, url: str) -> HomeserverHandle:
+    try:
+        response = httpx.get(f"{url.rstrip('/')}/health", timeout=5)
+    except httpx.HTTPError as exc:
+        raise HomeserverError(f"BEARPIT_MATRIX_URL {url}: homeserver unreachable: {exc}") from exc
+    if response.status_code != 200:
+        raise HomeserverError(f"BEARPIT_MATRIX_URL {url}: /health answered {response.status_code}")
+    return HomeserverHandle(config=config, pid=0, started=False, external_url=url)
+
+
 def ensure_homeserver(
     config: HomeserverConfig | None = None, *, timeout: float = 60.0
 ) -> HomeserverHandle:
-    """The embedded homeserver, started if it is not already running."""
-    config = config or HomeserverConfig.from_settings()
+    """The homeserver to use: the external one if configured (checked, never started),
+    else the embedded one, started if it is not already running."""
+    if config is None:
+        config = HomeserverConfig.from_settings()
+        if settings.BEARPIT_MATRIX_URL:
+            return _external(config, settings.BEARPIT_MATRIX_URL)
     return running_homeserver(config) or start_homeserver(config, timeout=timeout)

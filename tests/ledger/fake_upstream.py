@@ -104,7 +104,7 @@ class FakeUpstream:
 
     def start(self) -> FakeUpstream:
         app = Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
-        sock = socket.socket()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False)

@@ -9,7 +9,7 @@ import pytest
 
 from ledger.gateway.server import GatewayServer
 from ledger.models import Spend, VirtualKey
-from tests.ledger.conftest import mint
+from tests.ledger.conftest import mint, settled
 from tests.ledger.load import hammer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
@@ -38,6 +38,7 @@ def test_concurrent_calls_never_overspend(gateway: GatewayServer) -> None:
     # The caps bite, and they do not stop everything.
     assert result.statuses[402] > 100 and result.statuses[200] > 100
     assert set(result.codes) == {"budget_exceeded"}
+    settled("r-load")
     for key in VirtualKey.objects.filter(realm_id="r-load"):
         assert key.cap_nusd is not None
         assert key.spent_nusd <= key.cap_nusd, key.agent_id

@@ -32,7 +32,7 @@ from ledger.services.credentials import (
 )
 from realms.api.auth import api_token
 from tests.conftest import REPO
-from tests.ledger.conftest import UPSTREAM_SECRET, mint
+from tests.ledger.conftest import UPSTREAM_SECRET, mint, settled
 from tests.ledger.fake_upstream import FakeUpstream
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -125,6 +125,7 @@ def test_a_raw_key_is_nowhere_but_the_provider(
             outputs.append(resp.text)
             outputs.append(str(resp.headers))
     assert upstream.auth_headers[0] == f"Bearer {UPSTREAM_SECRET}"  # the one place it goes
+    settled("r-custody")
 
     # The operator API and the admin pages.
     client = Client()

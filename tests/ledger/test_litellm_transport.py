@@ -8,7 +8,7 @@ import pytest
 from ledger.gateway.server import GatewayServer
 from ledger.models import ProviderProfile, Spend, VirtualKey
 from ledger.services.credentials import add_credential
-from tests.ledger.conftest import UPSTREAM_SECRET, mint
+from tests.ledger.conftest import UPSTREAM_SECRET, mint, settled
 from tests.ledger.fake_upstream import FakeUpstream
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120), pytest.mark.slow]
@@ -41,6 +41,7 @@ def test_litellm_transport_meters_streams_and_maps_errors(
     assert "fake " in streamed.text and streamed.text.rstrip().endswith("data: [DONE]")
     assert upstream.auth_headers[-1] == f"Bearer {UPSTREAM_SECRET}"
 
+    settled("r-llm")
     spends = list(Spend.objects.filter(realm_id="r-llm").order_by("id"))
     assert [(s.tokens_in, s.tokens_out, s.outcome) for s in spends] == [(11, 7, "ok")] * 2
     assert VirtualKey.objects.get(realm_id="r-llm").spent_nusd == 2 * (11 * 1000 + 7 * 2000)

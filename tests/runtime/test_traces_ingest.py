@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from chronicle.models import Event
@@ -9,7 +11,7 @@ from runtime.trace import Redactor, TraceWriter
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
 
 
-def trace_rows(realm_id: str) -> list[dict]:
+def trace_rows(realm_id: str) -> list[dict[str, Any]]:
     return [e.payload for e in Event.objects.filter(realm_id=realm_id, kind="trace").order_by("id")]
 
 

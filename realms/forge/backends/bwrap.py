@@ -59,7 +59,7 @@ class BwrapBackend:
         return host.alive(handle)
 
     def stop(self, spec: SandboxSpec, handle: SandboxHandle, grace: float) -> None:
-        host.stop(handle, grace)
+        host.stop(spec, handle, grace, term_root=False)
 
     def exec(self, spec: SandboxSpec, code: str, timeout: float) -> ExecResult:
         python = [sys.executable, "-I", "-u", "-"]

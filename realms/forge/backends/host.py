@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -160,11 +161,22 @@ def alive(handle: SandboxHandle) -> bool:
     return procs.is_same_process(handle.pid, handle.start_time)
 
 
-def stop(handle: SandboxHandle, grace: float) -> None:
-    if handle.pid is None:
+def stop(spec: SandboxSpec, handle: SandboxHandle, grace: float, *, term_root: bool = True) -> None:
+    if handle.pid is not None:
+        procs.kill_tree(handle.pid, handle.start_time, grace, term_root=term_root)
+        forget(handle.pid)
+    # Anything that left the tree (a daemonised child, an in-flight run_code) is still
+    # in the agent's cgroup: sweep it.
+    groups = agent_cgroups(spec)
+    if groups is None:
         return
-    procs.kill_tree(handle.pid, handle.start_time, grace)
-    forget(handle.pid)
+    for _sweep in range(20):
+        left = groups.pids()
+        if not left:
+            return
+        for pid in left:
+            procs.signal_pid(pid, signal.SIGKILL)
+        time.sleep(0.05)
 
 
 def read_log(path: Path, offset: int = 0) -> str:

@@ -38,7 +38,7 @@ class ProcessBackend:
         return host.alive(handle)
 
     def stop(self, spec: SandboxSpec, handle: SandboxHandle, grace: float) -> None:
-        host.stop(handle, grace)
+        host.stop(spec, handle, grace)
 
     def exec(self, spec: SandboxSpec, code: str, timeout: float) -> ExecResult:
         env = {**base_env(str(spec.home)), "BEARPIT_SOCKETS": ""}

@@ -35,10 +35,7 @@ from runtime.standalone import run_in_terminal
 def _load(package: Path, agent_id: str) -> Project:
     result = load_package(package)
     if not result.ok or result.project is None:
-        lines = [
-            f"  {e.as_dict().get('location', '')}: {e.as_dict().get('message', e)}"
-            for e in result.errors
-        ]
+        lines = [f"  {error}" for error in result.errors]
         raise CommandError(f"{package}: the package does not load:\n" + "\n".join(lines))
     project = result.project
     if project.agent(agent_id) is None:

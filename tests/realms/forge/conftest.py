@@ -96,3 +96,16 @@ def wait_for_file(path: Path, timeout: float = 30.0, done: str | None = None) ->
                 return text
         time.sleep(0.05)
     raise AssertionError(f"{path} did not appear (with {done!r}) within {timeout} s")
+
+
+def processes_of(uid: int, expect: int, timeout: float = 5.0) -> list[int]:
+    """Live (non-zombie) processes of ``uid``, once their number is down to ``expect``
+    or the timeout passes; killed processes take a moment to go on a loaded host."""
+    from realms.forge import procs
+
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [p for p in procs.all_pids() if procs.uid_of(p) == uid and procs.state(p) != "Z"]
+        if len(found) <= expect or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)

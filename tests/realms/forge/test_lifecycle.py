@@ -31,6 +31,7 @@ from realms.models import Realm
 from tests.realms.forge.conftest import (
     BUS_TOKEN,
     VIRTUAL_KEY,
+    processes_of,
     script_request,
     start,
     wait_for_file,
@@ -179,8 +180,7 @@ def test_run_code_times_out_and_kills_everything(make_realm):
     assert result.timed_out is True and result.exit_code is None
     assert 2 <= elapsed < 8
     assert "started" in result.output
-    time.sleep(0.2)
-    left = [p for p in procs.all_pids() if procs.uid_of(p) == rows[0].host_uid]
+    left = processes_of(rows[0].host_uid, expect=1)
     assert len(left) == 1  # the runtime; the sleeper child died with the exec sandbox
 
 
@@ -309,3 +309,41 @@ def test_the_runtime_starts_inside_with_its_birth_config(make_realm):
         timeout=60,
     )
     assert imports.output.strip() == "imported", imports.output
+
+
+GRACEFUL = r"""
+import signal, sys, time
+def bye(*_):
+    open("/home/agent/terminated", "w").write("bye")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, bye)
+time.sleep(300)
+"""
+
+STUBBORN = r"""
+import signal, subprocess, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+subprocess.Popen(["sleep", "300"], start_new_session=True)
+open("/home/agent/ready", "w").write("ready")
+while True:
+    time.sleep(1)
+"""
+
+
+def test_stop_is_graceful_then_forced(make_realm, settings):
+    settings.BEARPIT_SANDBOX_STOP_GRACE = 1.0
+    rid = make_realm().realm_id
+    rows = start(rid, [script_request("calm", GRACEFUL), script_request("mule", STUBBORN)])
+    wait_for_file(layout.home_dir(rid, "mule") / "ready")
+
+    began = time.monotonic()
+    assert stop_agent_sandbox(rid, "calm", "eliminated")
+    assert time.monotonic() - began < 1.0
+    assert (layout.home_dir(rid, "calm") / "terminated").read_text() == "bye"
+
+    began = time.monotonic()
+    assert stop_agent_sandbox(rid, "mule", "budget exhausted")
+    assert time.monotonic() - began >= 1.0
+    for row in rows:
+        assert not procs.is_same_process(row.pid, row.pid_start_time)
+        assert processes_of(row.host_uid, expect=0) == []

@@ -105,3 +105,30 @@ def test_process_backend_warns_and_runs(make_realm, settings, caplog):
     assert result.output.strip() == "[redacted]"
     assert stop_agent_sandbox(realm.realm_id, "alpha", "done") is True
     assert not procs.is_same_process(rows[0].pid, rows[0].pid_start_time)
+
+
+def test_process_backend_stop_sweeps_escaped_children(make_realm, settings):
+    settings.BEARPIT_SANDBOX = "process"
+    realm = make_realm()
+    probe = (
+        "import subprocess, time\n"
+        "child = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        "open('child.pid', 'w').write(str(child.pid))\n"
+        "time.sleep(300)\n"
+    )
+    request = AgentSandboxRequest(
+        agent_id="alpha",
+        birth_config=birth_config("alpha"),
+        resources={"probe.py": probe},
+        argv=["/usr/bin/env", "python3", f"{layout.SANDBOX_HOME}/resources/probe.py"],
+    )
+    start(realm.realm_id, [request])
+    pid_file = layout.home_dir(realm.realm_id, "alpha") / "child.pid"
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    child_started = procs.start_time(child)
+    assert procs.is_same_process(child, child_started)
+    assert stop_agent_sandbox(realm.realm_id, "alpha", "done")
+    assert not procs.is_same_process(child, child_started)

@@ -63,3 +63,19 @@ def test_generated_config_keeps_secrets_and_closes_the_server(homeserver):
     assert registration["rate_limited"] is False
     assert registration["namespaces"]["users"] == [{"exclusive": True, "regex": "@bp_.*"}]
     assert homeserver.config.registration_path.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_external_homeserver_is_checked_and_used_over_tcp(homeserver, settings):
+    from realms.herald.matrix import matrix_client
+
+    settings.BEARPIT_MATRIX_URL = homeserver.url
+    handle = ensure_homeserver()
+    assert (handle.started, handle.url) == (False, homeserver.url)
+    with pytest.raises(HomeserverError, match="external"):
+        handle.stop()
+    with matrix_client() as client:
+        whoami = client.request("GET", "/_matrix/client/v3/account/whoami")
+    assert whoami["user_id"] == client.system_user_id
+    settings.BEARPIT_MATRIX_URL = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(HomeserverError, match="unreachable"):
+        ensure_homeserver()

@@ -1,0 +1,154 @@
+"""The realm lock on PostgreSQL: pit_realmtools as its own process, calls racing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.conftest import REPO
+
+from .machines import AUCTION
+from .test_concurrency_and_audit import _one
+
+pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
+
+ADMIN_URL = os.environ.get(
+    "BEARPIT_TEST_POSTGRES_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+SETUP = """
+import json, sys
+import django
+django.setup()
+from realms.models import Realm
+from realms.realmtools.identity import mint_token
+machine = json.loads(sys.argv[1])
+agents = [{"id": "orin"}, {"id": "vela"}, {"id": "themis", "role": "referee"}]
+Realm.objects.create(realm_id="r-pg", package_name="pg", state="running",
+    project={"spec": {"mechanics": [{"kind": "state-machine", "machine": machine}]},
+             "agents": agents})
+roster = ["orin", "vela"]
+print(json.dumps({
+    "orin": mint_token("r-pg", "orin", "player", roster),
+    "themis": mint_token("r-pg", "themis", "referee", roster),
+}))
+"""
+
+
+class _Token:
+    def __init__(self, path: Path, token: str) -> None:
+        self.path = path
+        self.token = token
+
+
+@pytest.fixture
+def pg_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    name = f"bearpit_realmtools_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = ADMIN_URL.rsplit("/", 1)[0]
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "bearpit.settings",
+        "BEARPIT_HOME": str(tmp_path / "home"),
+        "BEARPIT_DATABASE_URL": f"{base}/{name}",
+    }
+    env.pop("BEARPIT_REDIS_URL", None)
+    try:
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+            cwd=REPO,
+            env=env,
+            check=True,
+            timeout=180,
+        )
+        yield env
+    finally:
+        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _accepting(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def _race(*calls):
+    async def go():
+        return await asyncio.gather(*(_one(agent, name, args) for agent, name, args in calls))
+
+    return asyncio.run(go())
+
+
+def test_racing_writers_are_serialised_on_postgres(pg_env, tmp_path):
+    made = subprocess.run(
+        [sys.executable, "-c", SETUP, json.dumps(AUCTION)],
+        cwd=REPO,
+        env=pg_env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    tokens = json.loads(made.stdout.strip().splitlines()[-1])
+    sock = tmp_path / "rt.sock"
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "pit_realmtools", "--socket", str(sock)],
+        cwd=REPO,
+        env=pg_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    orin, ref = _Token(sock, tokens["orin"]), _Token(sock, tokens["themis"])
+    try:
+        deadline = time.monotonic() + 60
+        while not _accepting(sock):
+            assert server.poll() is None, server.stdout.read() if server.stdout else ""
+            assert time.monotonic() < deadline, "realmtools did not start"
+            time.sleep(0.2)
+        _race((ref, "game_set", {"key": "lot", "value": "vase"}))
+        _race((ref, "game_act", {"transition": "start", "args": {"first": "orin"}}))
+        sealed = _race(
+            *[(orin, "submit_sealed", {"round": "R1", "payload": str(n)}) for n in range(8)]
+        )
+        acts = _race(*[(orin, "game_act", {"transition": "bid"}) for _ in range(8)])
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+    assert sum(r.startswith("Sealed") for r in sealed) == 1
+    assert sum("error" not in r for r in acts) == 1
+    url = pg_env["BEARPIT_DATABASE_URL"].replace("postgres://", "postgresql://")
+    with psycopg.connect(url) as conn:
+        kinds: dict[str, int] = dict(
+            conn.execute(
+                "SELECT kind, COUNT(*) FROM chronicle_event WHERE realm_id = 'r-pg' GROUP BY kind"
+            ).fetchall()
+        )
+        ops = [
+            row[0]
+            for row in conn.execute(
+                "SELECT payload->>'op' FROM chronicle_event"
+                " WHERE realm_id = 'r-pg' AND kind = 'game' ORDER BY id"
+            ).fetchall()
+        ]
+    assert kinds["sealed_submit"] == 1
+    assert kinds["machine"] == 1
+    assert ops.count("act") == 2  # start and the one bid that won the race
+    assert ops.count("reject") == 7

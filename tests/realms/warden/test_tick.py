@@ -1,0 +1,201 @@
+"""The Warden's tick against a real homeserver: floor, cues, DMs, eliminations, the end.
+
+No sandboxes here: the test speaks for the agents on the bus (as the homeserver sees
+them, with the floor's power levels applied) and writes the events realmtools would.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.test import override_settings
+
+from chronicle.kinds import Kind
+from chronicle.models import Event, Message
+from chronicle.services import record_event
+from ledger.services.profiles import seed_profiles
+from realms.herald.bus import BusAgent, provision_bus
+from realms.herald.matrix import MatrixError
+from realms.herald.posting import post_as_agent
+from realms.models import Realm, RealmAgent
+from realms.services.launch import LaunchOptions, launch_realm
+from realms.services.provision import claim_for_provisioning, start_running
+from realms.warden.models import WardenState
+from realms.warden.tasks import claim_tick, release_tick, tick_realm
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+
+@pytest.fixture(autouse=True)
+def profiles() -> None:
+    # Transactional tests empty the tables (and the seeded profiles) after each test.
+    seed_profiles()
+
+
+def wait_for(check: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def package(tmp_path: Path, *, dms: bool = False) -> Path:
+    target = tmp_path / "relay"
+    shutil.copytree(REPO / "examples" / "toolcheck", target)
+    if dms:
+        for agent in ("ping", "pong"):
+            path = target / "agents" / agent / "agent.json"
+            data = json.loads(path.read_text())
+            data["private_messaging"] = {"enabled": True, "max_per_round": 1}
+            path.write_text(json.dumps(data))
+    return target
+
+
+def running_realm(pkg: Path, realm_id: str) -> Realm:
+    realm = launch_realm(pkg, LaunchOptions(realm_id=realm_id))
+    claim_for_provisioning(realm_id)
+    provision_bus(
+        realm_id,
+        [
+            BusAgent(a["id"], a.get("role", "participant"), a.get("private_messaging") or {})
+            for a in realm.project["agents"]
+        ],
+        turns=True,
+        allow_side_channels=False,
+    )
+    RealmAgent.objects.filter(realm=realm).update(state=RealmAgent.State.RUNNING)
+    assert start_running(realm_id) is not None
+    return Realm.objects.get(realm_id=realm_id)
+
+
+def commons(realm_id: str) -> str:
+    running = Event.objects.get(realm_id=realm_id, kind=Kind.LIFECYCLE, payload__event="running")
+    return str(running.payload["commons_room"])
+
+
+def said(realm_id: str, needle: str) -> Callable[[], bool]:
+    return lambda: Message.objects.filter(realm_id=realm_id, body__contains=needle).exists()
+
+
+def turns(realm_id: str) -> list[dict[str, object]]:
+    return [e.payload for e in Event.objects.filter(realm_id=realm_id, kind=Kind.TURN)]
+
+
+def speak(realm_id: str, agent: str, text: str) -> None:
+    post_as_agent(realm_id, agent, commons(realm_id), text)
+    wait_for(said(realm_id, text), f"{agent}'s post to be mirrored")
+
+
+def test_a_driving_referee_round_runs_through_the_tick(
+    homeserver, platform_server, realm_id, tmp_path
+) -> None:
+    running_realm(package(tmp_path), realm_id)
+    tick_realm(realm_id)
+    wait_for(said(realm_id, "You open the realm"), "the kickoff with the opener cue")
+    kickoff = Message.objects.get(realm_id=realm_id, body__contains="Welcome to the realm")
+    assert "umpire" in kickoff.body and turns(realm_id) == []
+    with pytest.raises(MatrixError):  # muted: players cannot speak before the opener
+        post_as_agent(realm_id, "ping", commons(realm_id), "early")
+
+    speak(realm_id, "umpire", "Round R1. First word: teal.")
+    tick_realm(realm_id)
+    assert turns(realm_id)[-1] == {
+        "round": 1,
+        "order": ["ping", "pong"],
+        "position": 0,
+        "current": "ping",
+        "min_rounds": 1,
+    }
+    wait_for(said(realm_id, "@ping — it is your turn (round 1)"), "ping's grant")
+    grant = Message.objects.get(realm_id=realm_id, body__contains="@ping — it is your turn")
+    assert "[umpire] Round R1. First word: teal." in grant.body
+    with pytest.raises(MatrixError):  # the floor is physics: pong is refused
+        post_as_agent(realm_id, "pong", commons(realm_id), "me first")
+
+    speak(realm_id, "ping", "⏳ thinking")  # a status line never passes the floor
+    tick_realm(realm_id)
+    assert turns(realm_id)[-1]["current"] == "ping"
+    speak(realm_id, "ping", "teal -> sage")
+    tick_realm(realm_id)
+    assert turns(realm_id)[-1]["current"] == "pong"
+    speak(realm_id, "pong", "sage -> rust")
+    tick_realm(realm_id)
+    complete = turns(realm_id)[-1]
+    assert complete["event"] == "round_complete" and complete["round"] == 2
+    wait_for(said(realm_id, "Round 1 is complete"), "the referee's round cue")
+    cue = Message.objects.get(realm_id=realm_id, body__contains="Round 1 is complete")
+    assert "[ping] teal -> sage" in cue.body and "[pong] sage -> rust" in cue.body
+
+    record_event(
+        realm_id, Kind.ELIMINATION, {"agent": "pong", "reason": "t", "issued_by": "umpire"}
+    )
+    tick_realm(realm_id)
+    assert {"event": "removed", "agent": "pong", "by": "referee", "round": 2} in turns(realm_id)
+    assert turns(realm_id)[-1]["current"] == "ping"
+    stopped = Event.objects.filter(realm_id=realm_id, kind=Kind.SYSTEM, payload__agent="pong")
+    assert [e.payload["event"] for e in stopped] == ["agent_stopped"]
+    assert RealmAgent.objects.get(realm__realm_id=realm_id, agent_id="pong").state == "eliminated"
+    tick_realm(realm_id)  # a second tick repeats nothing
+    assert stopped.count() == 1
+
+    record_event(realm_id, Kind.VERDICT, {"outcome": "ping wins", "final": True})
+    with override_settings(BEARPIT_CONCLUDE_GRACE_S=0):
+        result = tick_realm(realm_id)
+    assert result is not None and result.concluded == "referee_verdict"
+    realm = Realm.objects.get(realm_id=realm_id)
+    assert realm.state == Realm.State.ARCHIVED and realm.outcome == "ping wins"
+    lifecycle = Event.objects.filter(realm_id=realm_id, kind=Kind.LIFECYCLE)
+    assert [e.payload["event"] for e in lifecycle][-2:] == ["concluding", "archived"]
+    wait_for(said(realm_id, "REALM_ENDING — referee_verdict"), "the ending announcement")
+    assert tick_realm(realm_id) is None  # an archived realm is not ticked
+
+
+def test_private_messages_are_delivered_with_quotas_and_the_dead_cut_off(
+    homeserver, platform_server, realm_id, tmp_path
+) -> None:
+    running_realm(package(tmp_path, dms=True), realm_id)
+    tick_realm(realm_id)
+    for text in ("meet me", "again?"):
+        record_event(realm_id, Kind.PRIVATE, {"from": "ping", "to": "pong", "text": text})
+    record_event(realm_id, Kind.PRIVATE, {"from": "ping", "to": "umpire", "text": "psst"})
+    tick_realm(realm_id)
+    wait_for(said(realm_id, "@pong meet me"), "the delivered DM")
+    delivered = Message.objects.get(realm_id=realm_id, body__contains="meet me")
+    assert delivered.sender_agent == "ping" and delivered.channel != commons(realm_id)
+    wait_for(said(realm_id, "🔇 ping has used"), "the quota notice")
+    assert not Message.objects.filter(realm_id=realm_id, body__contains="again?").exists()
+    assert not Message.objects.filter(realm_id=realm_id, body__contains="psst").exists()
+
+    record_event(
+        realm_id, Kind.ELIMINATION, {"agent": "pong", "reason": "t", "issued_by": "umpire"}
+    )
+    state = WardenState.objects.get(realm__realm_id=realm_id)
+    state.dms = {}  # a new round's allowance, so only the elimination can stop delivery
+    state.save(update_fields=["dms"])
+    record_event(realm_id, Kind.PRIVATE, {"from": "ping", "to": "pong", "text": "still there?"})
+    tick_realm(realm_id)
+    wait_for(said(realm_id, "🚫 pong is out"), "the eliminated notice")
+    assert not Message.objects.filter(realm_id=realm_id, body__contains="still there?").exists()
+
+
+def test_two_workers_never_hold_one_realms_tick(realm_id: str, tmp_path: Path) -> None:
+    realm = launch_realm(package(tmp_path), LaunchOptions(realm_id=realm_id))
+    Realm.objects.filter(pk=realm.pk).update(state=Realm.State.RUNNING)
+    assert claim_tick(realm_id, "w1")
+    assert not claim_tick(realm_id, "w2")
+    assert claim_tick(realm_id, "w1")  # the holder may renew
+    release_tick(realm_id, "w1")
+    assert claim_tick(realm_id, "w2")
+    assert claim_tick(realm_id, "w1", ttl_s=1) is False
+    Realm.objects.filter(pk=realm.pk).update(claimed_until=None)  # w2's claim ran out
+    assert claim_tick(realm_id, "w1")
+    Realm.objects.filter(pk=realm.pk).update(state=Realm.State.ARCHIVED, claimed_until=None)
+    assert not claim_tick(realm_id, "w3")

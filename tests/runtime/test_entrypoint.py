@@ -1,0 +1,43 @@
+"""``python -m runtime BIRTH.json`` as the platform starts it: a real process, real signals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.runtime.conftest import VIRTUAL_KEY, birth
+from tests.runtime.provider import reply
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def test_runtime_process_wakes_on_a_timer_and_stops_cleanly_on_sigterm(tmp_path, provider):
+    provider.script = [reply("tick handled")]
+    config = birth(tmp_path, provider.socket, timers=[{"every_s": 0.3, "message": "tick"}])
+    path = tmp_path / "home" / ".bearpit" / "birth.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(config.model_dump_json())
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "runtime", str(path), stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        for _ in range(300):
+            if provider.requests:
+                break
+            await asyncio.sleep(0.05)
+        assert provider.requests, "the runtime made no model call"
+        assert "tick" in provider.requests[0]["messages"][-1]["content"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 0, stderr.decode()
+    lines = Path(config.trace_path).read_text().splitlines()
+    types = [json.loads(line)["type"] for line in lines]
+    assert types[0] == "run_start" and types[-1] == "run_end"
+    assert "turn_end" in types
+    assert VIRTUAL_KEY not in Path(config.trace_path).read_text()
