@@ -229,6 +229,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# Beat fans out one Warden tick per running realm every BEARPIT_TICK_SECONDS.
+CELERY_BEAT_SCHEDULE = {
+    "warden-tick-all": {"task": "warden.tick_all", "schedule": BEARPIT_TICK_SECONDS},
+}
 
 LOGGING = {
     "version": 1,

@@ -23,6 +23,7 @@ from runtime.loop import AgentLoop, Termination, TurnResult
 from runtime.mcp_client import McpHub
 from runtime.model import ModelClient
 from runtime.prompt import IncomingEvent, envelope, system_prompt
+from runtime.resume import replay
 from runtime.tools import ToolRegistry
 from runtime.trace import Redactor, TraceWriter, TranscriptWriter
 
@@ -44,7 +45,7 @@ class Agent:
         self.hooks = hooks or Hooks()
         redact = Redactor(config.secrets())
         self.trace = TraceWriter(Path(config.trace_path), config.run_id, config.agent_id, redact)
-        self.transcript = TranscriptWriter(Path(config.transcript_path), redact)
+        self.transcript: TranscriptWriter | None = None
         self.registry = ToolRegistry(config.tools_allow, config.limits.tool_timeout_s)
         for tool in file_tools(Path(config.workspace)):
             self.registry.add_builtin(tool)
@@ -94,9 +95,14 @@ class Agent:
             min([STARTUP_MCP_WAIT_S, *(s.connect_timeout_s for s in self.config.mcp_servers)])
         )
         prompt = system_prompt(self.config, self.registry.names(), unavailable)
+        previous = replay(Path(self.config.transcript_path))
+        self.transcript = TranscriptWriter(
+            Path(self.config.transcript_path), Redactor(self.config.secrets())
+        )
         self.loop = AgentLoop(
             self.config, self.model, self.registry, self.hooks, self.trace, self.transcript, prompt
         )
+        resumed = self.loop.restore(previous)
         config_hash = hashlib.sha256(self.config.model_dump_json().encode()).hexdigest()[:16]
         self.trace.emit(
             "run_start",
@@ -105,6 +111,7 @@ class Agent:
             model=self.config.model.name,
             tools=self.registry.names(),
             unavailable_servers=unavailable,
+            resumed_messages=resumed,
         )
         for timer in self.config.timers:
             self._timers.append(asyncio.create_task(self._timer(timer.every_s, timer.message)))
@@ -205,4 +212,5 @@ class Agent:
         await self.model.close()
         self.trace.emit("run_end", reason=reason, turns=len(self.turns))
         self.trace.close()
-        self.transcript.close()
+        if self.transcript is not None:
+            self.transcript.close()

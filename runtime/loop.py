@@ -18,6 +18,7 @@ from runtime.birth import BirthConfig
 from runtime.context import Compactor, cap_output, estimate_tokens
 from runtime.hooks import Allow, Deny, Hooks, Modify
 from runtime.model import BudgetExceeded, ContextOverflow, ModelClient, ProviderError
+from runtime.resume import repair
 from runtime.tools import Outcome, ToolCall, ToolRegistry, ToolResult, parse_arguments
 from runtime.trace import TraceWriter, TranscriptWriter
 
@@ -81,6 +82,16 @@ class AgentLoop:
 
     def estimated_tokens(self) -> int:
         return self._last_prompt_tokens + estimate_tokens(self.messages[self._counted_upto :])
+
+    def restore(self, previous: list[Message]) -> int:
+        """Continue a conversation recorded before a restart, under today's system prompt."""
+        body = repair([m for m in previous if m.get("role") != "system"])
+        if not body:
+            return 0
+        self.messages = [self.messages[0], *body]
+        self._last_prompt_tokens, self._counted_upto = 0, 0
+        self.transcript.note("resume", history=self.messages)
+        return len(body)
 
     async def _summarise(self, prompt: str) -> str:
         body = self.model.build_body(

@@ -52,7 +52,13 @@ class MatrixBus:
         self._rooms = {settings.commons_room_id: "Commons"} | {
             room: f"DM with {peer}" for peer, room in settings.dm_rooms.items()
         }
-        config = AsyncClientConfig(store_sync_tokens=False, encryption_enabled=False)
+        # nio retries timed-out requests itself; a short cap on its wait keeps the agent
+        # responsive soon after a homeserver restart.
+        config = AsyncClientConfig(
+            store_sync_tokens=False,
+            encryption_enabled=False,
+            max_timeout_retry_wait_time=5,
+        )
         self.client = AsyncClient(settings.homeserver_url, settings.mxid, config=config)
         self.client.access_token = settings.access_token
         self.client.user_id = settings.mxid
@@ -118,7 +124,7 @@ class MatrixBus:
                 problem = str(getattr(resp, "message", resp))
                 self._trace.emit("error", where="bus.sync", error=problem)
                 await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 30.0)
+                backoff = min(backoff * 2, 10.0)
                 continue
             backoff = 1.0
             for room_id in resp.rooms.invite:

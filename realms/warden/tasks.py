@@ -17,16 +17,19 @@ from datetime import timedelta
 from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from realms.models import Realm
 from realms.services.conclude import conclude_realm
 from realms.services.provision import ProvisionError, provision_realm, start_running
 from realms.services.recovery import recover_realms
+from realms.warden.models import WardenState
 from realms.warden.tick import TickResult, run_tick
 
 log = logging.getLogger(__name__)
+
+MAX_FAILED_TICKS = 5
 
 
 def worker_name() -> str:
@@ -58,8 +61,24 @@ def tick_realm(realm_id: str, worker: str | None = None) -> TickResult | None:
         return None
     try:
         return run_tick(realm_id)
+    except Exception:
+        log.exception("tick of %s failed", realm_id)
+        _count_failure(realm_id)
+        return None
     finally:
         release_tick(realm_id, me)
+
+
+def _count_failure(realm_id: str) -> None:
+    """Five failed ticks in a row conclude the realm: a wedged watch loop must end."""
+    WardenState.objects.filter(realm__realm_id=realm_id).update(failures=F("failures") + 1)
+    failures = (
+        WardenState.objects.filter(realm__realm_id=realm_id)
+        .values_list("failures", flat=True)
+        .first()
+    )
+    if failures is not None and failures >= MAX_FAILED_TICKS:
+        conclude_realm(realm_id, "manual", f"watch loop wedged ({failures} failed ticks)")
 
 
 @shared_task(name="warden.tick", acks_late=True, ignore_result=True)

@@ -148,3 +148,34 @@ async def test_gating_dm_replies_and_batching(tmp_path, provider, homeserver, re
 def _system_mention(room_id: str, mxid: str) -> None:
     with matrix_client() as client:
         client.send(room_id, message_content("it is your turn now", [mxid], notice=True))
+
+
+async def test_the_agent_keeps_listening_across_a_homeserver_restart(
+    tmp_path, provider, homeserver, realm_bus
+):
+    bus, creds = realm_bus
+    config = alice_config(tmp_path, provider.socket, homeserver, bus, creds)
+    agent = Agent(config, None)
+    matrix = MatrixBus(config.bus, "alice", tmp_path / "state", agent.trace)
+    agent.bus = matrix
+    commons, alice_mxid = bus.commons_room_id, creds["alice"].mxid
+    provider.script = [reply("")]  # the DM room's welcome notice
+    stop = asyncio.Event()
+    task = asyncio.create_task(agent.run(stop))
+    try:
+        await asyncio.wait_for(matrix.first_sync.wait(), 30)
+        await until(lambda: len(provider.requests) == 1 and agent.idle.is_set())
+        await asyncio.to_thread(homeserver.kill)
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(homeserver.restart)
+        bob = AgentClient(homeserver, creds["bob"].access_token)
+        try:
+            provider.script = [reply("still here")]
+            assert bob.send(commons, "@alice are you still there?").status_code == 200
+            await until(lambda: "still here" in room_bodies(bob, commons, alice_mxid), 60)
+        finally:
+            bob.close()
+        assert "are you still there?" in provider.requests[1]["messages"][-1]["content"]
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)

@@ -24,6 +24,8 @@ from realms.forge.spec import Egress, ExecResult, SandboxHandle, SandboxSpec, ba
 
 log = logging.getLogger(__name__)
 
+# Files in the shared folder stay writable by the realm's group (every agent of it).
+_UMASK = ["/bin/sh", "-c", 'umask 007; exec "$@"', "sh"]
 LABEL_INSTALL = "org.bearpit.install"
 LABEL_REALM = "org.bearpit.realm"
 LABEL_AGENT = "org.bearpit.agent"
@@ -111,7 +113,7 @@ class DockerBackend:
     def start(self, spec: SandboxSpec) -> SandboxHandle:
         import docker
 
-        argv = ["python", *spec.argv[1:]]
+        argv = [*_UMASK, "python", *spec.argv[1:]]
         try:
             container = self.client.containers.run(
                 settings.BEARPIT_DOCKER_IMAGE,
@@ -161,7 +163,7 @@ class DockerBackend:
         try:
             container = self.client.containers.run(
                 settings.BEARPIT_DOCKER_IMAGE,
-                ["python", "-I", "-u", "-c", code],
+                [*_UMASK, "python", "-I", "-u", "-c", code],
                 environment={**base_env(), "PATH": "/opt/venv/bin:/usr/bin:/bin"},
                 **kwargs,
             )

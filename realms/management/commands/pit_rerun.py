@@ -1,0 +1,58 @@
+"""``pit_rerun REALM``: run an earlier realm again and print the new final report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from realms.models import Realm
+from realms.services import follow
+from realms.services.embedded import EmbeddedPlatform
+from realms.services.launch import LaunchError
+from realms.services.rerun import rerun_realm
+
+
+class Command(BaseCommand):
+    help = "Run a realm again from its stored snapshot (or its package), to its end."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("realm", help="the realm to run again")
+        parser.add_argument(
+            "--mode",
+            choices=("snapshot", "latest"),
+            default="snapshot",
+            help="snapshot: the stored resolved project; latest: reload the package",
+        )
+        parser.add_argument("--as", dest="new_realm", help="id of the new realm")
+        parser.add_argument("--provider", help="provider profile (default: the old realm's)")
+        parser.add_argument("--allow-provider-fallback", action="store_true")
+
+    def say(self, text: str) -> None:
+        self.stdout.write(text)
+        self.stdout.flush()
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        platform = EmbeddedPlatform(self.say)
+        try:
+            platform.start()
+            try:
+                realm = rerun_realm(
+                    options["realm"],
+                    options["mode"],
+                    new_realm_id=options.get("new_realm"),
+                    provider=options.get("provider"),
+                    allow_provider_fallback=options["allow_provider_fallback"],
+                )
+            except LaunchError as exc:
+                raise CommandError("rerun refused:\n  " + "\n  ".join(exc.problems)) from exc
+            self.say(
+                f"validate: rerun of {options['realm']} ({options['mode']}) as {realm.realm_id}"
+            )
+            state = follow.provision_and_start(realm.realm_id, self.say)
+            if state == Realm.State.RUNNING:
+                follow.run_to_end(realm.realm_id, self.say)
+            self.stdout.write("")
+            self.stdout.write(follow.report(realm.realm_id))
+        finally:
+            platform.stop()
