@@ -391,7 +391,8 @@ def main() -> None:
             summary[f"{name}_rps_c{conc}"] = (
                 round(results[name][conc]["rps"], 1) if name in results else None
             )
-        summary[f"{name}_peak_rss_mb"] = round(rss[name], 1) if rss.get(name) else None
+        peak = rss.get(name)
+        summary[f"{name}_peak_rss_mb"] = round(peak, 1) if peak else None
         print(
             f"{name:8s} added p50 {summary[f'{name}_p50_added_ms_c1']} ms (c=1), "
             f"{summary[f'{name}_p50_added_ms_c16']} ms (c=16); "

@@ -12,11 +12,12 @@ import aiohttp
 from nio import AsyncClient, AsyncClientConfig, JoinError, RoomSendError, SyncError, SyncResponse
 
 from runtime.birth import BusSettings
-from runtime.bus import BusMessage, BusSendError, Deliver, Gate
+from runtime.bus import BusMessage, BusSendError, Deliver, Gate, mentions
 from runtime.trace import TraceWriter
 
 SYNC_TIMEOUT_MS = 30_000
 SEND_ATTEMPTS = 5
+MAX_REPLY_CHARS = 30_000  # Matrix events are capped at 64 KiB
 _FILTER = {
     "room": {
         "timeline": {"limit": 100, "types": ["m.room.message"]},
@@ -83,8 +84,22 @@ class MatrixBus:
                 await self._task
         await self.client.close()
 
+    def _mentioned(self, text: str) -> list[str]:
+        """Matrix ids of the peers a reply names as ``@<agent id>``, as real mentions."""
+        return [
+            mxid
+            for agent_id, mxid in self.settings.peers.items()
+            if mxid != self.settings.mxid and (mxid in text or mentions(agent_id, mxid, text, {}))
+        ]
+
     async def send(self, room_id: str, text: str) -> None:
-        content = {"msgtype": "m.text", "body": text}
+        if len(text) > MAX_REPLY_CHARS:
+            text = text[:MAX_REPLY_CHARS] + " [... cut: the message was too long]"
+        content: dict[str, Any] = {
+            "msgtype": "m.text",
+            "body": text,
+            "m.mentions": {"user_ids": self._mentioned(text)},
+        }
         problem = ""
         for attempt in range(SEND_ATTEMPTS):
             try:

@@ -66,7 +66,11 @@ class Gateway:
     def __init__(self, *, upstream_timeout: float | None = None, db_threads: int | None = None):
         self.timeout = upstream_timeout or float(settings.BEARPIT_GATEWAY_UPSTREAM_TIMEOUT)
         self.default_max_tokens = int(settings.BEARPIT_GATEWAY_DEFAULT_MAX_TOKENS)
-        self.threads = db_threads or int(settings.BEARPIT_GATEWAY_DB_THREADS)
+        # SQLite has one writer at a time, and its busy handler sleeps (in steps up to
+        # 100 ms) while another connection holds the lock: one thread that takes turns is
+        # far faster than several that wait on each other.
+        sqlite = connections["default"].vendor == "sqlite"
+        self.threads = db_threads or (1 if sqlite else int(settings.BEARPIT_GATEWAY_DB_THREADS))
         self.keys = KeyCache()
         self._queue: asyncio.Queue[tuple[spend.Settlement, asyncio.Future[None]]] = asyncio.Queue()
         self._settler: asyncio.Task[None] | None = None
@@ -144,9 +148,9 @@ class Gateway:
             timeout=self.timeout,
         )
 
-    def _reserve(self, call: Call) -> tuple[int, int]:
-        """Count the prompt and reserve the worst case (runs in a worker thread)."""
-        estimate = estimate_prompt_tokens(call.messages, call.payload.get("tools"))
+    def _reserve(self, call: Call, body_bytes: int) -> tuple[int, int]:
+        """Reserve the worst case (runs in a worker thread)."""
+        estimate = estimate_prompt_tokens(body_bytes)
         key = call.key
         amount = cost_nusd(estimate, call.max_tokens, key.input_price, key.output_price)
         refusal = spend.reserve(key.id, key.realm_id, amount)
@@ -235,8 +239,9 @@ class Gateway:
         started = time.monotonic()
         try:
             key = await self.authenticate(request)
-            call = self.parse(key, await request.body())
-            reserved, call.prompt_tokens = await self.db(self._reserve, call)
+            raw = await request.body()
+            call = self.parse(key, raw)
+            reserved, call.prompt_tokens = await self.db(self._reserve, call, len(raw))
         except GatewayError as exc:
             return exc.response()
         usage = Usage()

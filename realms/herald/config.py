@@ -279,6 +279,9 @@ def write_config(config: HomeserverConfig) -> None:
         "trusted_key_servers": [],
         "suppress_key_server_warning": True,
         "presence": {"enabled": False},
+        # Agents read mentions from the events themselves: per-member push-rule
+        # evaluation and notification counts on every message would be wasted work.
+        "push": {"enabled": False},
         "url_preview_enabled": False,
         "allow_public_rooms_without_auth": False,
         "allow_public_rooms_over_federation": False,

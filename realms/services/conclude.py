@@ -100,7 +100,7 @@ def finish_conclusion(
             time.sleep(wait)
     _step(realm_id, "stop sandboxes", lambda: stop_realm_sandboxes(realm_id, "realm concluded"))
     _step(realm_id, "revoke keys", lambda: revoke_realm_keys(realm_id))
-    _step(realm_id, "ingest traces", lambda: traces.ingest_all(realm_id))
+    _step(realm_id, "ingest traces", lambda: traces.ingest_all(realm_id, drain=True))
     globs = list((realm.project.get("spec") or {}).get("outputs") or [])
     captured = _step(realm_id, "capture outputs", lambda: capture_outputs(realm_id, globs))
     _step(realm_id, "release sandboxes", lambda: release_realm(realm_id))
@@ -143,7 +143,7 @@ def interrupt_realm(realm_id: str, detail: str) -> bool:
         record_event(realm_id, Kind.LIFECYCLE, {"event": Lifecycle.INTERRUPTED, "detail": detail})
     _step(realm_id, "stop sandboxes", lambda: stop_realm_sandboxes(realm_id, "interrupted"))
     _step(realm_id, "revoke keys", lambda: revoke_realm_keys(realm_id))
-    _step(realm_id, "ingest traces", lambda: traces.ingest_all(realm_id))
+    _step(realm_id, "ingest traces", lambda: traces.ingest_all(realm_id, drain=True))
     _step(realm_id, "release sandboxes", lambda: release_realm(realm_id))
     _step(realm_id, "close bus", lambda: teardown_bus(realm_id))
     return True

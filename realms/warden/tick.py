@@ -114,9 +114,7 @@ def _kickoff(realm: Realm, tm: TurnManager | None, now_s: float) -> list[dict[st
         floor.grant_floor(realm.realm_id, None, realm.run_config.get("referee"))
         text = f"{text}\n\n{cue.text}"
         mentions = list(cue.mentions)
-    posting.kickoff(realm.realm_id, text, mention_all=False) if not mentions else (
-        posting.announce(realm.realm_id, text, mentions)
-    )
+    posting.announce(realm.realm_id, text, mentions)
     return apply_turn_actions(realm, actions)
 
 
@@ -227,6 +225,11 @@ def run_tick(realm_id: str) -> TickResult:
             turn_events += apply_turn_actions(
                 realm, tm.remove(agent if isinstance(agent, str) and agent else None, now_s)
             )
+    kills = _new_events(realm_id, Kind.LIFECYCLE, int(cursors.get("lifecycle", 0)))
+    for event in kills:
+        agent = event.payload.get("agent") if isinstance(event.payload, dict) else None
+        if tm is not None and event.payload.get("event") == "agent_killed" and agent:
+            turn_events += apply_turn_actions(realm, tm.remove(str(agent), now_s, by="platform"))
     if tm is not None:
         turn_events += apply_turn_actions(realm, tm.tick(now_s))
 
@@ -255,6 +258,7 @@ def run_tick(realm_id: str) -> TickResult:
         ("elimination", eliminations),
         ("private", privates),
         ("game", games),
+        ("lifecycle", kills),
     ):
         if rows:
             cursors[name] = rows[-1].id

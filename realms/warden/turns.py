@@ -237,20 +237,21 @@ class TurnManager:
             ]
         return []
 
-    def remove(self, agent: str | None, now: float) -> list[Action]:
-        """Apply an ELIMINATION (``agent`` None: the referee closed a round, nobody out)."""
+    def remove(self, agent: str | None, now: float, *, by: str = "referee") -> list[Action]:
+        """Apply an ELIMINATION (``agent`` None: the referee closed a round, nobody out)
+        or a platform removal such as a budget kill (``by="platform"``)."""
         s = self.state
         actions: list[Action] = []
         was_current = False
         if agent is not None and agent in self.config.participants and agent not in s.removed:
             s.removed.append(agent)
             actions.append(
-                TurnEvent({"event": "removed", "agent": agent, "by": "referee", "round": s.round})
+                TurnEvent({"event": "removed", "agent": agent, "by": by, "round": s.round})
             )
             was_current = agent == s.current
         if not s.started or s.floor_open:
             return actions
-        if s.awaiting is not None:
+        if s.awaiting is not None and by == "referee":
             return actions + self._resume(now)
         if was_current:
             return actions + self._advance(now)

@@ -3,12 +3,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ledger.gateway.server import GatewayServer
-from tests.ledger.fake_upstream import FakeUpstream
 from ledger.services.profiles import seed_profiles
+from tests.ledger.fake_upstream import FakeUpstream
 
 
 @pytest.fixture
@@ -18,13 +19,13 @@ def profiles(django_db_blocker: object) -> None:
 
 @pytest.fixture
 def gateway(tmp_path: Path, profiles: None) -> Iterator[GatewayServer]:
-    server = GatewayServer(uds_path=tmp_path / "run" / "gateway.sock", port=0, upstream_timeout=3.0)
+    server = GatewayServer(uds_path=tmp_path / "run" / "gateway.sock", port=0, upstream_timeout=1.5)
     server.start()
     yield server
     server.stop()
 
 
-def mint(realm: str, agent: str, cap: str | None, **kw: object) -> str:
+def mint(realm: str, agent: str, cap: str | None, **kw: Any) -> str:
     from ledger.services.keys import mint_virtual_key
 
     kw.setdefault("provider", "offline")

@@ -1,7 +1,8 @@
 """A local OpenAI-compatible provider whose behaviour is picked by the model name.
 
-``ok`` answers (streaming too, with usage when asked); ``rate-limited`` → 429; ``broken``
-→ 500; ``leaky`` → 400 quoting the key it was sent; ``hang`` never answers; ``slow-stream`` streams one chunk every 50 ms for 10 s.
+``ok`` answers (streaming too, with usage when asked); ``rate-limited`` → 429;
+``broken`` → 500; ``leaky`` → 400 quoting the key it was sent; ``hang`` never answers;
+``slow-stream`` streams one chunk every 50 ms for 10 s.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class FakeUpstream:
         }
         return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
-    async def _fast(self, body: dict[str, Any], text: str, usage: dict[str, int]):  # type: ignore[no-untyped-def]
+    async def _fast(self, body: dict[str, Any], text: str, usage: dict[str, int]):
         yield self._chunk({"role": "assistant", "content": ""})
         for word in text.split(" "):
             yield self._chunk({"content": word + " "})
@@ -92,7 +93,7 @@ class FakeUpstream:
             yield b"data: " + json.dumps(obj).encode() + b"\n\n"
         yield b"data: [DONE]\n\n"
 
-    async def _slow(self):  # type: ignore[no-untyped-def]
+    async def _slow(self):
         try:
             yield self._chunk({"role": "assistant", "content": ""})
             for i in range(200):

@@ -180,7 +180,12 @@ def test_budget_refusal_is_402_budget_exceeded(gateway: GatewayServer) -> None:
 
 def test_bad_requests_change_nothing(gateway: GatewayServer) -> None:
     secret = mint("r-bad", "a", "1", script="steps: []")
-    for body in ({"messages": []}, {"messages": "hi"}, {"messages": MSG, "max_tokens": -3}):
+    bodies: list[dict[str, object]] = [
+        {"messages": []},
+        {"messages": "hi"},
+        {"messages": MSG, "max_tokens": -3},
+    ]
+    for body in bodies:
         resp = httpx.post(
             f"{gateway.url}/chat/completions",
             content=json.dumps(body),

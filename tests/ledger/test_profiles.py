@@ -154,9 +154,9 @@ def test_active_provider_is_stored_switchable_and_env_overridable(profiles: None
 
 def test_provider_api(profiles: None) -> None:
     client = Client()
-    auth = {"HTTP_AUTHORIZATION": f"Bearer {api_token()}"}
+    auth = {"Authorization": f"Bearer {api_token()}"}
     assert client.get("/api/settings/provider").status_code == 401
-    got = client.get("/api/settings/provider", **auth).json()
+    got = client.get("/api/settings/provider", headers=auth).json()
     assert got["model_provider"] == "azure"
     assert {p["name"] for p in got["providers"]} >= {
         "azure",
@@ -170,7 +170,7 @@ def test_provider_api(profiles: None) -> None:
         "/api/settings/provider",
         {"model_provider": "offline"},
         content_type="application/json",
-        **auth,
+        headers=auth,
     )
     assert put.status_code == 200 and put.json()["model_provider"] == "offline"
     assert active_profile().name == "offline"
@@ -178,7 +178,7 @@ def test_provider_api(profiles: None) -> None:
         "/api/settings/provider",
         {"model_provider": "nope"},
         content_type="application/json",
-        **auth,
+        headers=auth,
     )
     assert bad.status_code == 400 and "no such profile" in bad.json()["model_provider"][0]
     assert active_profile().name == "offline"

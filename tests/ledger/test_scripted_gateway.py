@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx2
 import openai
@@ -62,7 +63,7 @@ def test_script_runs_in_order_waits_for_cues_and_meters(gateway: GatewayServer) 
     cue = client.chat.completions.create(
         model="x", messages=[{"role": "user", "content": "Bob: it is YOUR TURN now"}]
     )
-    calls = cue.choices[0].message.tool_calls
+    calls: Any = cue.choices[0].message.tool_calls
     assert calls and calls[0].function.name == "post_message"
     assert json.loads(calls[0].function.arguments) == {"text": "echo: Bob: it is YOUR TURN now"}
     assert cue.choices[0].finish_reason == "tool_calls"
@@ -79,7 +80,8 @@ def test_script_runs_in_order_waits_for_cues_and_meters(gateway: GatewayServer) 
             },
         ],
     )
-    args = json.loads(tool.choices[0].message.tool_calls[0].function.arguments)  # type: ignore[index]
+    tool_calls: Any = tool.choices[0].message.tool_calls
+    args = json.loads(tool_calls[0].function.arguments)
     assert args["value"] == "17"
     assert json.loads(args["raw"]) == {"score": 17, "n": "score 17"}
 

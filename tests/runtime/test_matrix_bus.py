@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -54,14 +55,18 @@ def alice_config(tmp_path, socket, homeserver, bus, creds):
     )
 
 
-def room_bodies(client: AgentClient, room_id: str, sender: str) -> list[str]:
+def room_contents(client: AgentClient, room_id: str, sender: str) -> list[dict[str, Any]]:
     path = f"/_matrix/client/v3/rooms/{quote(room_id, safe='')}/messages?dir=b&limit=50"
     chunk = client.get(path).json()["chunk"]
     return [
-        e["content"].get("body", "")
+        e["content"]
         for e in reversed(chunk)
         if e["type"] == "m.room.message" and e["sender"] == sender
     ]
+
+
+def room_bodies(client: AgentClient, room_id: str, sender: str) -> list[str]:
+    return [c.get("body", "") for c in room_contents(client, room_id, sender)]
 
 
 async def until(predicate, timeout: float = 30.0) -> None:
@@ -94,14 +99,20 @@ async def test_gating_dm_replies_and_batching(tmp_path, provider, homeserver, re
         # 1. Not mentioned in the Commons: a gated participant never receives it.
         bob.send(commons, "chatter nobody needs to answer")
         # 2. Mentioned by @id: it wakes, and the reply goes to the Commons.
-        provider.script = [reply("alice answers the commons")]
+        provider.script = [reply("alice answers the commons, @bob")]
         bob.send(commons, "@alice what colour?")
-        await until(lambda: "alice answers the commons" in room_bodies(bob, commons, alice_mxid))
+        await until(
+            lambda: "alice answers the commons, @bob" in room_bodies(bob, commons, alice_mxid)
+        )
         wake = provider.requests[1]["messages"][-1]["content"]
         assert "from bob | in Commons" in wake and "@alice what colour?" in wake
         assert not any(
             "chatter nobody" in str(m["content"]) for r in provider.requests for m in r["messages"]
         )
+        (answer,) = [
+            c for c in room_contents(bob, commons, alice_mxid) if "answers the commons" in c["body"]
+        ]
+        assert answer["m.mentions"] == {"user_ids": [creds["bob"].mxid]}
 
         # 3. A DM always arrives, and the reply goes back to the DM room, not the Commons.
         provider.script = [reply("alice answers privately")]

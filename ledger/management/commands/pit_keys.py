@@ -30,11 +30,14 @@ def _read_key(given: str | None, *, required: bool) -> str | None:
     if from_env:
         return from_env
     if sys.stdin.isatty():
-        prompted = getpass.getpass("API key (input hidden; empty for a keyless provider): ")
+        prompted = getpass.getpass("API key (input hidden): ")
         if prompted.strip():
             return prompted.strip()
     if required:
-        raise CommandError("no API key given (use --api-key, stdin, BEARPIT_API_KEY or the prompt)")
+        raise CommandError(
+            "no API key given: pipe it in, set BEARPIT_API_KEY, answer the prompt, or pass "
+            "--keyless for a provider that needs none"
+        )
     return None
 
 
@@ -60,7 +63,7 @@ class Command(BaseCommand):
         action = options["action"]
         try:
             if action == "add":
-                key = None if options["keyless"] else _read_key(options["api_key"], required=False)
+                key = None if options["keyless"] else _read_key(options["api_key"], required=True)
                 info = add_credential(
                     handle=options["handle"],
                     provider=options["provider"],

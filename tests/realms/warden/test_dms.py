@@ -36,7 +36,9 @@ def test_quota_mutes_once_per_round_and_resets_next_round() -> None:
     assert "@" not in out[2].text
     again = plan([Private("red", "blue", "x")], quotas={"red": 2}, ledger=ledger)
     assert again == []
-    next_round = plan([Private("red", "blue", "y")], quotas={"red": 2}, round_number=2, ledger=ledger)
+    next_round = plan(
+        [Private("red", "blue", "y")], quotas={"red": 2}, round_number=2, ledger=ledger
+    )
     assert next_round == [Deliver("!rb", "red", "blue", "@blue y")]
 
 

@@ -19,6 +19,7 @@ from chronicle.kinds import Kind
 from chronicle.models import Event, Message
 from chronicle.services import record_event
 from ledger.services.profiles import seed_profiles
+from realms.forge import layout
 from realms.herald.bus import BusAgent, provision_bus
 from realms.herald.matrix import MatrixError
 from realms.herald.posting import post_as_agent
@@ -47,9 +48,15 @@ def wait_for(check: Callable[[], bool], what: str, timeout: float = 15.0) -> Non
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def package(tmp_path: Path, *, dms: bool = False) -> Path:
+def package(tmp_path: Path, *, dms: bool = False, outputs: bool = False) -> Path:
     target = tmp_path / "relay"
     shutil.copytree(REPO / "examples" / "toolcheck", target)
+    if outputs:
+        path = target / "project.json"
+        data = json.loads(path.read_text())
+        data["spec"]["environment"]["shared_folder"] = {"enabled": True}
+        data["spec"]["outputs"] = ["notes/*.md", "final.txt"]
+        path.write_text(json.dumps(data))
     if dms:
         for agent in ("ping", "pong"):
             path = target / "agents" / agent / "agent.json"
@@ -97,7 +104,7 @@ def speak(realm_id: str, agent: str, text: str) -> None:
 def test_a_driving_referee_round_runs_through_the_tick(
     homeserver, platform_server, realm_id, tmp_path
 ) -> None:
-    running_realm(package(tmp_path), realm_id)
+    running_realm(package(tmp_path, outputs=True), realm_id)
     tick_realm(realm_id)
     wait_for(said(realm_id, "You open the realm"), "the kickoff with the opener cue")
     kickoff = Message.objects.get(realm_id=realm_id, body__contains="Welcome to the realm")
@@ -146,6 +153,9 @@ def test_a_driving_referee_round_runs_through_the_tick(
     tick_realm(realm_id)  # a second tick repeats nothing
     assert stopped.count() == 1
 
+    notes = layout.shared_dir(realm_id) / "notes"
+    notes.mkdir(parents=True)
+    (notes / "relay.md").write_text("teal, sage, rust\n")
     record_event(realm_id, Kind.VERDICT, {"outcome": "ping wins", "final": True})
     with override_settings(BEARPIT_CONCLUDE_GRACE_S=0):
         result = tick_realm(realm_id)
@@ -155,6 +165,12 @@ def test_a_driving_referee_round_runs_through_the_tick(
     lifecycle = Event.objects.filter(realm_id=realm_id, kind=Kind.LIFECYCLE)
     assert [e.payload["event"] for e in lifecycle][-2:] == ["concluding", "archived"]
     wait_for(said(realm_id, "REALM_ENDING — referee_verdict"), "the ending announcement")
+    outputs = [e.payload for e in Event.objects.filter(realm_id=realm_id, kind=Kind.OUTPUT)]
+    assert [o["path"] for o in outputs] == ["notes/relay.md", "final.txt"]
+    assert outputs[0]["bytes"] == 17 and len(outputs[0]["sha256"]) == 64
+    assert outputs[1]["missing"] is True
+    captured = layout.outputs_dir(realm_id) / "notes" / "relay.md"
+    assert captured.read_text() == "teal, sage, rust\n"
     assert tick_realm(realm_id) is None  # an archived realm is not ticked
 
 

@@ -199,3 +199,16 @@ def test_state_round_trips_through_json() -> None:
     restored = TurnManager(TurnState.from_json(tm.state.to_json()))
     assert restored.state == tm.state
     assert grants(restored.observe("ping", "apple -> fig", 2))[0].agent == "pong"
+
+
+def test_a_platform_removal_never_resolves_the_referees_boundary() -> None:
+    tm = relay(driving=True)
+    tm.start(0)
+    tm.observe("umpire", "go", 1)
+    out = tm.remove("ping", 2, by="platform")  # ping's budget ran out while holding the floor
+    assert events(out)[0] == {"event": "removed", "agent": "ping", "by": "platform", "round": 1}
+    assert grants(out)[0].agent == "pong"
+    wrap = tm.observe("pong", "alone now", 3)
+    assert tm.state.awaiting == "round" and events(wrap)[0]["order"] == ["pong"]
+    assert tm.remove("pong", 4, by="platform")[-1] == OpenFloor()
+    assert tm.state.floor_open and tm.state.awaiting is None

@@ -1,0 +1,97 @@
+"""Spend read-outs, replaced keys, revocation, and the keys command's edges."""
+
+from __future__ import annotations
+
+import io
+from decimal import Decimal
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from chronicle.models import Event
+from ledger.models import VirtualKey
+from ledger.services import spend
+from ledger.services.keys import revoke_realm_keys
+from tests.ledger.conftest import mint
+
+pytestmark = pytest.mark.django_db
+
+
+def _call(key: VirtualKey, reserve: int, cost: int) -> None:
+    assert spend.reserve(key.pk, key.realm_id, reserve) is None
+    spend.settle(
+        key_id=key.pk,
+        reserved_nusd=reserve,
+        cost_nusd=cost,
+        tokens_in=10,
+        tokens_out=5,
+        latency_ms=3,
+        outcome="ok",
+        model=key.model,
+        streamed=False,
+    )
+
+
+def test_realm_spend_follows_an_agent_across_replaced_keys(profiles: None) -> None:
+    mint("r-s", "a", "0.001")
+    first = VirtualKey.objects.get(realm_id="r-s", agent_id="a")
+    _call(first, 400_000, 300_000)
+    mint("r-s", "a", "0.001")  # e.g. the sandbox was restarted
+    second = VirtualKey.objects.get(realm_id="r-s", agent_id="a", revoked_at__isnull=True)
+    assert second.base_nusd == 300_000
+    # The cap counts what the earlier key spent: 300k + 800k > 1M.
+    assert spend.reserve(second.pk, "r-s", 800_000) is spend.Refusal.EXHAUSTED
+    _call(second, 600_000, 200_000)
+    mint("r-s", "b", None)
+    out = spend.realm_spend("r-s")
+    assert out["a"].usd == Decimal("0.0005") and out["a"].tokens_in == 20
+    assert out["a"].cap_usd == Decimal("0.001") and out["a"].exhausted  # it was refused
+    assert out["b"].usd == 0 and out["b"].cap_usd is None and not out["b"].exhausted
+    payloads = [
+        e.payload for e in Event.objects.filter(realm_id="r-s", kind="spend").order_by("id")
+    ]
+    assert [p["usd"] for p in payloads] == [0.0003, 0.0002]
+    assert payloads[-1]["cumulative"] == 0.0005 and payloads[-1]["cap"] == 0.001
+
+
+def test_in_flight_reservations_refuse_as_busy_not_exhausted(profiles: None) -> None:
+    mint("r-b", "a", "0.001")
+    key = VirtualKey.objects.get(realm_id="r-b")
+    assert spend.reserve(key.pk, "r-b", 700_000) is None
+    assert spend.reserve(key.pk, "r-b", 700_000) is spend.Refusal.BUSY
+    assert not spend.realm_spend("r-b")["a"].exhausted
+
+
+def test_revoke_realm_keys_counts_live_keys_only(profiles: None) -> None:
+    mint("r-v", "a", None)
+    mint("r-v", "b", None)
+    mint("r-other", "a", None)
+    assert revoke_realm_keys("r-v") == 2
+    assert revoke_realm_keys("r-v") == 0
+    key = VirtualKey.objects.filter(realm_id="r-v").first()
+    assert key is not None
+    assert spend.reserve(key.pk, "r-v", 1) is spend.Refusal.CONCLUDED
+    assert VirtualKey.objects.filter(realm_id="r-other", revoked_at__isnull=True).count() == 1
+
+
+def test_keys_command_refuses_without_a_key_and_reports_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    monkeypatch.delenv("BEARPIT_API_KEY", raising=False)
+    with pytest.raises(CommandError, match="no API key given"):
+        call_command("pit_keys", "add", "k1", "--provider", "openai")
+    monkeypatch.setenv("BEARPIT_API_KEY", "sk-from-env-0000000000001111")
+    out = io.StringIO()
+    call_command("pit_keys", "add", "k1", "--provider", "openai", stdout=out)
+    assert "key …1111" in out.getvalue()
+    call_command("pit_keys", "add", "ollama", "--provider", "local", "--keyless", stdout=out)
+    with pytest.raises(CommandError, match="already exists"):
+        call_command("pit_keys", "add", "k1", "--provider", "openai")
+    with pytest.raises(CommandError, match="no such credential"):
+        call_command("pit_keys", "remove", "nope")
+    listing = io.StringIO()
+    call_command("pit_keys", "list", stdout=listing)
+    assert "k1\topenai\t…1111" in listing.getvalue()
+    assert "ollama\tlocal\t(no key)" in listing.getvalue()
+    assert "sk-from-env" not in out.getvalue() + listing.getvalue()
