@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from ledger.gateway import litellm_backend, passthrough, scripted_backend
 from ledger.gateway.auth import KeyCache, KeyInfo
+from ledger.gateway.books import Books
 from ledger.gateway.call import SSE_DONE, Call, Usage
 from ledger.gateway.errors import (
     GatewayError,
@@ -72,13 +73,15 @@ class Gateway:
         sqlite = connections["default"].vendor == "sqlite"
         self.threads = db_threads or (1 if sqlite else int(settings.BEARPIT_GATEWAY_DB_THREADS))
         self.keys = KeyCache()
-        self._queue: asyncio.Queue[tuple[spend.Settlement, asyncio.Future[None]]] = asyncio.Queue()
-        self._settler: asyncio.Task[None] | None = None
+        self.books = Books(self._in_pool)
         self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ledger-db")
         self.client = httpx.AsyncClient(
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
             timeout=self.timeout,
         )
+
+    async def _in_pool(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn)
 
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()
@@ -86,11 +89,7 @@ class Gateway:
 
     async def aclose(self) -> None:
         """Finish writing settlements, then let go of connections and threads."""
-        await self._queue.join()
-        if self._settler is not None:
-            self._settler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._settler
+        await self.books.aclose()
         await self.client.aclose()
         # Close each worker thread's database connection in that thread.
         barrier = threading.Barrier(self.threads)
@@ -148,12 +147,12 @@ class Gateway:
             timeout=self.timeout,
         )
 
-    def _reserve(self, call: Call, body_bytes: int) -> tuple[int, int]:
-        """Reserve the worst case (runs in a worker thread)."""
+    async def _reserve(self, call: Call, body_bytes: int) -> tuple[int, int]:
+        """Reserve the worst case; raise the refusal as the client should see it."""
         estimate = estimate_prompt_tokens(body_bytes)
         key = call.key
         amount = cost_nusd(estimate, call.max_tokens, key.input_price, key.output_price)
-        refusal = spend.reserve(key.id, key.realm_id, amount)
+        refusal = await self.books.reserve(key.id, key.realm_id, amount)
         if refusal is not None:
             raise _REFUSALS[refusal]()
         return amount, estimate
@@ -163,7 +162,7 @@ class Gateway:
     ) -> None:
         """Meter the call once, whatever path ends it.
 
-        The settlement joins the queue the settler writes in batches; ``wait`` blocks until
+        The settlement joins the next round of the books; ``wait`` blocks until
         it is committed (streams before their last line, scripted calls whose next reply
         depends on it). The reservation holds the cap until then.
         """
@@ -208,32 +207,10 @@ class Gateway:
             streamed=call.stream,
             script_cursor=usage.cursor,
         )
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._ensure_settler()
-        self._queue.put_nowait((item, done))
+        done = self.books.settle(item)
         if wait:
             with anyio.CancelScope(shield=True):
                 await done
-
-    def _ensure_settler(self) -> None:
-        if self._settler is None:
-            self._settler = asyncio.get_running_loop().create_task(self._settle_loop())
-
-    async def _settle_loop(self) -> None:
-        while True:
-            batch = [await self._queue.get()]
-            while not self._queue.empty() and len(batch) < 500:
-                batch.append(self._queue.get_nowait())
-            try:
-                await self.db(spend.settle_many, [item for item, _ in batch])
-            except Exception:
-                # The reservations stay held: a cap errs on the safe side.
-                log.exception("settling %d call(s) failed", len(batch))
-            finally:
-                for _, done in batch:
-                    if not done.done():
-                        done.set_result(None)
-                    self._queue.task_done()
 
     async def chat_completions(self, request: Request) -> Response:
         started = time.monotonic()
@@ -241,7 +218,7 @@ class Gateway:
             key = await self.authenticate(request)
             raw = await request.body()
             call = self.parse(key, raw)
-            reserved, call.prompt_tokens = await self.db(self._reserve, call, len(raw))
+            reserved, call.prompt_tokens = await self._reserve(call, len(raw))
         except GatewayError as exc:
             return exc.response()
         usage = Usage()

@@ -73,6 +73,12 @@ def reserve(key_id: int, realm_id: str, amount_nusd: int) -> Refusal | None:
     return _why_refused(key_id, realm_id, amount_nusd)
 
 
+@transaction.atomic
+def reserve_many(requests: list[tuple[int, str, int]]) -> list[Refusal | None]:
+    """Several reservations in one transaction (the gateway's batched rounds)."""
+    return [reserve(key_id, realm_id, amount) for key_id, realm_id, amount in requests]
+
+
 def _why_refused(key_id: int, realm_id: str, amount_nusd: int) -> Refusal:
     key = VirtualKey.objects.filter(pk=key_id).first()
     if key is None:
