@@ -7,7 +7,6 @@ termination, budget policy and nudges are then plain functions of the snapshot.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +19,10 @@ from chronicle.kinds import Kind
 from chronicle.models import now_ms as _now_ms
 from ledger.services.spend import realm_spend
 from realms.models import Realm, RealmAgent
+from realms.packages.schema.common import parse_duration as package_duration
 
 SHARED_TEXT_LIMIT = 1_000_000  # bytes: larger files are counted but never read
 SHARED_FILE_LIMIT = 5_000  # files read per tick; a runaway folder must not stall the tick
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
-_UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_duration(text: str | float | int) -> float:
@@ -33,10 +31,10 @@ def parse_duration(text: str | float | int) -> float:
         raise ValueError(f"duration: expected e.g. 30s, 20m, 1h or 2d; got {text!r}")
     if isinstance(text, int | float):
         return float(text)
-    match = _DURATION.match(text)
-    if match is None:
-        raise ValueError(f"duration: expected e.g. 30s, 20m, 1h or 2d; got {text!r}")
-    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    try:
+        return package_duration(text)
+    except ValueError:
+        raise ValueError(f"duration: expected e.g. 30s, 20m, 1h or 2d; got {text!r}") from None
 
 
 @dataclass(frozen=True)

@@ -16,19 +16,10 @@ from typing import Any
 from django.db import transaction
 
 from realms.models import Realm
+from realms.packages.schema.project import TERMINATION_TYPES
 from realms.warden.snapshot import LiveSnapshot, parse_duration, stop_flag_path
 
-TYPES = (
-    "duration",
-    "stall",
-    "file",
-    "message",
-    "budget_exhausted",
-    "referee_verdict",
-    "machine_terminal",
-    "manual",
-    "no_active_participants",
-)
+TYPES = TERMINATION_TYPES
 MATCH_MODES = ("substring", "exact", "regex")
 SCOPES = ("any_agent", "all_agents", "realm_total")
 

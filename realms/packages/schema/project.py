@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
@@ -19,7 +19,7 @@ from realms.packages.schema.common import (
 )
 from realms.packages.schema.machine import MachineDef
 
-TERMINATION_TYPES = (
+TerminationType = Literal[
     "duration",
     "stall",
     "file",
@@ -29,7 +29,8 @@ TERMINATION_TYPES = (
     "machine_terminal",
     "manual",
     "no_active_participants",
-)
+]
+TERMINATION_TYPES: tuple[str, ...] = get_args(TerminationType)
 BUILTIN_RULESETS = ("dominance", "high-bid", "low-bid", "plurality", "majority", "unanimous")
 
 
@@ -99,17 +100,7 @@ class Turns(Strict):
 
 
 class TerminationCondition(Strict):
-    type: Literal[
-        "duration",
-        "stall",
-        "file",
-        "message",
-        "budget_exhausted",
-        "referee_verdict",
-        "machine_terminal",
-        "manual",
-        "no_active_participants",
-    ]
+    type: TerminationType
     limit: Duration | None = None
     path: str | None = Field(default=None, max_length=300)
     content_match: str | None = Field(default=None, max_length=500)

@@ -12,23 +12,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from realms.packages.machine import GUARDS as CHECKED_GUARDS
 from realms.packages.schema.machine import MachineDef, TransitionDef, WakeRule
 
 EscrowLookup = Callable[[str], frozenset[str]]
 PARTICIPANT_SAFE = frozenset({"advance_actor"})
-GUARDS = frozenset(
-    {
-        "caller_is_actor",
-        "caller_in",
-        "caller_not_in",
-        "data_equals",
-        "data_present",
-        "data_set_empty",
-        "members_count",
-        "data_set_full",
-        "escrow_complete",
-    }
-)
+GUARDS = frozenset(CHECKED_GUARDS)
 
 
 class Rejected(Exception):
