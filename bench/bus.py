@@ -41,6 +41,7 @@ import httpx  # noqa: E402
 import nio  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from bearpit.env import parse_database_url  # noqa: E402
 from chronicle.models import Message  # noqa: E402
 from realms.herald.bus import BusAgent, agent_credentials, provision_bus  # noqa: E402
 from realms.herald.config import HomeserverConfig, load_registration  # noqa: E402
@@ -295,11 +296,23 @@ def main() -> None:
         default=20.0,
         help="target messages per second, all agents together (0 = flat out)",
     )
+    parser.add_argument(
+        "--synapse-postgres",
+        metavar="URL",
+        help="run Synapse on PostgreSQL (postgres://user@host:port/db; Synapse gets <db>_synapse)",
+    )
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
     platform = start_platform(free_port())
-    config = HomeserverConfig.from_settings(port=free_port(), platform_port=platform.port)
+    database = (
+        parse_database_url("--synapse-postgres", args.synapse_postgres)
+        if args.synapse_postgres
+        else None
+    )
+    config = HomeserverConfig.from_settings(
+        port=free_port(), platform_port=platform.port, database=database
+    )
     homeserver = start_homeserver(config)
     try:
         realm = f"bench-{secrets.token_hex(3)}"

@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 import anyio
-import httpx
 from django.conf import settings
 from django.db import connections
 from starlette.applications import Starlette
@@ -68,20 +67,23 @@ class Gateway:
         self.timeout = upstream_timeout or float(settings.BEARPIT_GATEWAY_UPSTREAM_TIMEOUT)
         self.default_max_tokens = int(settings.BEARPIT_GATEWAY_DEFAULT_MAX_TOKENS)
         # SQLite has one writer at a time, and its busy handler sleeps (in steps up to
-        # 100 ms) while another connection holds the lock: one thread that takes turns is
-        # far faster than several that wait on each other.
+        # 100 ms) while another connection holds the lock: one reservation thread (and the
+        # one settlement thread) keep that rare; the books batch the writes anyway.
         sqlite = connections["default"].vendor == "sqlite"
         self.threads = db_threads or (1 if sqlite else int(settings.BEARPIT_GATEWAY_DB_THREADS))
         self.keys = KeyCache()
-        self.books = Books(self._in_pool)
         self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ledger-db")
-        self.client = httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
-            timeout=self.timeout,
-        )
+        # Settlements get their own thread, so writing them (and the Chronicle's pushes
+        # after commit) never delays a reservation.
+        self.settle_pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-settle")
+        self.books = Books(self._in_pool, self._in_settle_pool)
+        self.session = passthrough.new_session()
 
     async def _in_pool(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn)
+
+    async def _in_settle_pool(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.settle_pool, fn)
 
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()
@@ -90,7 +92,7 @@ class Gateway:
     async def aclose(self) -> None:
         """Finish writing settlements, then let go of connections and threads."""
         await self.books.aclose()
-        await self.client.aclose()
+        await self.session.close()
         # Close each worker thread's database connection in that thread.
         barrier = threading.Barrier(self.threads)
 
@@ -101,7 +103,9 @@ class Gateway:
 
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(loop.run_in_executor(self.pool, close) for _ in range(self.threads)))
+        await loop.run_in_executor(self.settle_pool, connections.close_all)
         self.pool.shutdown(wait=True)
+        self.settle_pool.shutdown(wait=True)
 
     async def authenticate(self, request: Request) -> KeyInfo:
         header = request.headers.get("authorization", "")
@@ -152,7 +156,17 @@ class Gateway:
         estimate = estimate_prompt_tokens(body_bytes)
         key = call.key
         amount = cost_nusd(estimate, call.max_tokens, key.input_price, key.output_price)
-        refusal = await self.books.reserve(key.id, key.realm_id, amount)
+        try:
+            refusal = await self.books.reserve(key.id, key.realm_id, amount)
+        except Exception as exc:
+            log.exception("reserving for %s/%s failed", key.realm_id, key.agent_id)
+            raise GatewayError(
+                503,
+                "the ledger could not reserve budget for this call; try again",
+                type_="api_error",
+                code="ledger_unavailable",
+                retryable=True,
+            ) from exc
         if refusal is not None:
             raise _REFUSALS[refusal]()
         return amount, estimate
@@ -207,7 +221,7 @@ class Gateway:
             streamed=call.stream,
             script_cursor=usage.cursor,
         )
-        done = self.books.settle(item)
+        done = self.books.settle(item, urgent=wait)
         if wait:
             with anyio.CancelScope(shield=True):
                 await done
@@ -251,7 +265,7 @@ class Gateway:
             data = scripted_backend.completion(call, reply, prompt, usage)
             return json.dumps(data).encode()
         if transport == "openai":
-            return await passthrough.complete(self.client, call, usage)
+            return await passthrough.complete(self.session, call, usage)
         return json.dumps(await litellm_backend.complete(call, usage)).encode()
 
     async def _open_stream(self, call: Call, usage: Usage) -> AsyncIterator[bytes]:
@@ -260,7 +274,7 @@ class Gateway:
             reply, prompt = await self.db(scripted_backend.compute_reply, call)
             return scripted_backend.stream(call, reply, prompt, usage)
         if transport == "openai":
-            return await passthrough.open_stream(self.client, call, usage)
+            return await passthrough.open_stream(self.session, call, usage)
         return await litellm_backend.open_stream(call, usage)
 
     async def _metered(

@@ -1,9 +1,10 @@
-"""The gateway's one line to the database for reservations and settlements.
+"""The gateway's lines to the database: one for reservations, one for settlements.
 
-Requests queue up while the previous round is being written; each round takes everything
-waiting and writes it with one hop to a worker thread: the reservations in one
-transaction, then the settlements in another. Under load many calls share a round (and
-a commit); a lone call gets a round of its own straight away.
+Each line is a queue with a pump: a round takes everything that waited while the previous
+round was written and writes it with one hop to a worker thread, in one transaction.
+Under load many calls share a round (and a commit); a lone call gets its own round at
+once. The two lines run side by side, so a call's reservation never waits behind the
+bookkeeping of calls that have already finished.
 """
 
 from __future__ import annotations
@@ -12,100 +13,136 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ledger.services import spend
 
 log = logging.getLogger("ledger.gateway")
 
-T = TypeVar("T")
-_ROUND_MAX = 500
-
+Item = TypeVar("Item")
+Answer = TypeVar("Answer")
+Runner = Callable[[Callable[[], Any]], Awaitable[Any]]
 Reservation = tuple[int, str, int]  # key id, realm id, amount in n$
 
+_ROUND_MAX = 500
+# A settlement nobody waits on may wait this long for company, so that a busy gateway
+# writes settlements in fewer, larger transactions.
+LINGER_SECONDS = 0.02
 
-class Books:
-    def __init__(self, run: Callable[[Callable[[], Any]], Awaitable[Any]]) -> None:
+
+class _Line(Generic[Item, Answer]):
+    def __init__(
+        self,
+        run: Runner,
+        write: Callable[[list[Item]], list[Answer]],
+        *,
+        linger: float = 0.0,
+    ) -> None:
         self._run = run
-        self._reserves: list[tuple[Reservation, asyncio.Future[spend.Refusal | None]]] = []
-        self._settles: list[tuple[spend.Settlement, asyncio.Future[None]]] = []
+        self._write = write
+        self._linger = linger
+        self._queue: list[tuple[Item, asyncio.Future[Answer], bool]] = []
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._urgent = False
+        self._closing = False
         self._task: asyncio.Task[None] | None = None
 
-    def _start(self) -> None:
+    def put(self, item: Item, *, urgent: bool = True) -> asyncio.Future[Answer]:
+        done: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self._queue.append((item, done, urgent))
+        self._urgent = self._urgent or urgent
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._pump())
         self._idle.clear()
         self._wake.set()
-
-    async def reserve(self, key_id: int, realm_id: str, amount_nusd: int) -> spend.Refusal | None:
-        done: asyncio.Future[spend.Refusal | None] = asyncio.get_running_loop().create_future()
-        self._reserves.append(((key_id, realm_id, amount_nusd), done))
-        self._start()
-        return await done
-
-    def settle(self, item: spend.Settlement) -> asyncio.Future[None]:
-        """Queue a settlement; the future resolves once it is committed (or failed)."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._settles.append((item, done))
-        self._start()
         return done
 
     async def _pump(self) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._reserves or self._settles:
-                reserves, self._reserves = self._reserves[:_ROUND_MAX], self._reserves[_ROUND_MAX:]
-                settles, self._settles = self._settles[:_ROUND_MAX], self._settles[_ROUND_MAX:]
-                await self._round(reserves, settles)
+            while self._queue:
+                if self._linger and not (self._urgent or self._closing):
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), self._linger)
+                    self._wake.clear()
+                self._urgent = False
+                batch, self._queue = self._queue[:_ROUND_MAX], self._queue[_ROUND_MAX:]
+                await self._round(batch)
             self._idle.set()
 
-    async def _round(
-        self,
-        reserves: list[tuple[Reservation, asyncio.Future[spend.Refusal | None]]],
-        settles: list[tuple[spend.Settlement, asyncio.Future[None]]],
-    ) -> None:
-        def write() -> tuple[list[spend.Refusal | None] | BaseException, BaseException | None]:
-            answers: list[spend.Refusal | None] | BaseException = []
-            settled: BaseException | None = None
-            if reserves:
-                try:
-                    answers = spend.reserve_many([r for r, _ in reserves])
-                except Exception as exc:
-                    answers = exc
-            if settles:
-                try:
-                    spend.settle_many([s for s, _ in settles])
-                except Exception as exc:
-                    # The reservations stay held: a cap errs on the safe side.
-                    log.exception("settling %d call(s) failed", len(settles))
-                    settled = exc
-            return answers, settled
-
+    async def _round(self, batch: list[tuple[Item, asyncio.Future[Answer], bool]]) -> None:
+        items = [item for item, _, _ in batch]
         try:
-            answers, _ = await self._run(write)
-        except BaseException as exc:  # the pool itself failed: every waiter hears of it
+            answers: list[Answer] | BaseException = await self._run(lambda: self._write(items))
+        except Exception as exc:
             answers = exc
-        for i, (_, fut) in enumerate(reserves):
+        for i, (_, fut, _) in enumerate(batch):
             if fut.done():
                 continue
             if isinstance(answers, BaseException):
                 fut.set_exception(answers)
             else:
                 fut.set_result(answers[i])
-        for _, settled in settles:
-            if not settled.done():
-                settled.set_result(None)
 
     async def aclose(self) -> None:
-        """Write what is queued, then stop."""
-        if self._reserves or self._settles:
-            self._start()
+        self._closing = True
+        self._wake.set()
         await self._idle.wait()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+def _write_settlements(items: list[spend.Settlement | tuple[int, int]]) -> list[None]:
+    releases = [i for i in items if isinstance(i, tuple)]
+    settlements = [i for i in items if isinstance(i, spend.Settlement)]
+    try:
+        if releases:
+            spend.release_many(releases)
+        if settlements:
+            spend.settle_many(settlements)
+    except Exception:
+        # The reservations stay held: a cap errs on the safe side.
+        log.exception("settling %d call(s) failed", len(items))
+    return [None] * len(items)
+
+
+class Books:
+    def __init__(self, run_reserves: Runner, run_settles: Runner) -> None:
+        self._reserves: _Line[Reservation, spend.Refusal | None] = _Line(
+            run_reserves, spend.reserve_many
+        )
+        self._settles: _Line[spend.Settlement | tuple[int, int], None] = _Line(
+            run_settles, _write_settlements, linger=LINGER_SECONDS
+        )
+
+    async def reserve(self, key_id: int, realm_id: str, amount_nusd: int) -> spend.Refusal | None:
+        done = self._reserves.put((key_id, realm_id, amount_nusd))
+        try:
+            return await asyncio.shield(done)
+        except asyncio.CancelledError:
+            # The caller is gone; a reservation it was granted must not stay held.
+            done.add_done_callback(lambda f: self._release_if_granted(f, key_id, amount_nusd))
+            raise
+
+    def _release_if_granted(
+        self, done: asyncio.Future[spend.Refusal | None], key_id: int, amount: int
+    ) -> None:
+        if not done.cancelled() and done.exception() is None and done.result() is None:
+            self._settles.put((key_id, amount), urgent=False)
+
+    def settle(self, item: spend.Settlement, *, urgent: bool) -> asyncio.Future[None]:
+        """Queue a settlement; the future resolves once it is committed (or failed).
+
+        An urgent one (someone awaits it) gets a round now; others may linger briefly.
+        """
+        return self._settles.put(item, urgent=urgent)
+
+    async def aclose(self) -> None:
+        """Write what is queued, then stop."""
+        await self._reserves.aclose()
+        await self._settles.aclose()

@@ -1,17 +1,19 @@
-"""Forwarding to OpenAI-compatible upstreams as they are, with httpx.
+"""Forwarding to OpenAI-compatible upstreams as they are, with aiohttp.
 
 The request body goes through nearly untouched (the model is the key's, a max-tokens
 bound is added when missing, usage is requested on streams) and the upstream's bytes come
-back unparsed, except for the stream lines that carry usage.
+back unparsed, except for the stream lines that carry usage. aiohttp rather than httpx:
+its C parser makes a round trip about a millisecond cheaper, and this is the hot path.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
+import aiohttp
 
 from ledger.gateway.call import SSE_DONE, Call, Usage
 from ledger.gateway.errors import (
@@ -56,50 +58,73 @@ def _request(call: Call) -> tuple[str, dict[str, str], dict[str, Any]]:
     return key.api_base.rstrip("/") + "/chat/completions", headers, body
 
 
-def _raise_transport(exc: httpx.HTTPError) -> GatewayError:
-    if isinstance(exc, httpx.TimeoutException):
+def _transport_error(exc: BaseException) -> GatewayError:
+    if isinstance(exc, asyncio.TimeoutError):
         return upstream_timeout()
     return upstream_unreachable(type(exc).__name__)
 
 
-async def complete(client: httpx.AsyncClient, call: Call, usage: Usage) -> bytes:
+def new_session() -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=256, keepalive_timeout=30),
+        auto_decompress=True,
+    )
+
+
+async def complete(session: aiohttp.ClientSession, call: Call, usage: Usage) -> bytes:
     url, headers, body = _request(call)
     try:
-        resp = await client.post(url, json=body, headers=headers, timeout=call.timeout)
-    except httpx.HTTPError as exc:
-        raise _raise_transport(exc) from exc
-    if resp.status_code >= 400:
-        raise from_upstream_status(resp.status_code, _detail(resp.content, call.key.upstream_key))
+        async with session.post(
+            url,
+            data=json.dumps(body).encode(),
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=call.timeout),
+        ) as resp:
+            status, content = resp.status, await resp.read()
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        raise _transport_error(exc) from exc
+    if status >= 400:
+        raise from_upstream_status(status, _detail(content, call.key.upstream_key))
     try:
-        data = resp.json()
+        data = json.loads(content)
     except ValueError as exc:
         raise upstream_unreachable("the provider's answer was not JSON") from exc
     usage.take(data.get("usage") if isinstance(data, dict) else None)
-    return resp.content
+    return content
 
 
-async def open_stream(client: httpx.AsyncClient, call: Call, usage: Usage) -> AsyncIterator[bytes]:
+async def open_stream(
+    session: aiohttp.ClientSession, call: Call, usage: Usage
+) -> AsyncIterator[bytes]:
     """Connect and check the status first, so failures still become JSON errors."""
     url, headers, body = _request(call)
-    request = client.build_request("POST", url, json=body, headers=headers, timeout=call.timeout)
     try:
-        resp = await client.send(request, stream=True)
-    except httpx.HTTPError as exc:
-        raise _raise_transport(exc) from exc
-    if resp.status_code >= 400:
+        # No total limit on a stream; the timeout applies to every wait for the next bytes.
+        resp = await session.post(
+            url,
+            data=json.dumps(body).encode(),
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=call.timeout, sock_read=call.timeout
+            ),
+        )
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        raise _transport_error(exc) from exc
+    if resp.status >= 400:
         try:
-            content = await resp.aread()
-        except httpx.HTTPError:
+            content = await resp.read()
+        except (TimeoutError, aiohttp.ClientError):
             content = b""
         finally:
-            await resp.aclose()
-        raise from_upstream_status(resp.status_code, _detail(content, call.key.upstream_key))
+            resp.close()
+        raise from_upstream_status(resp.status, _detail(content, call.key.upstream_key))
     return _relay(resp, call, usage)
 
 
-async def _relay(resp: httpx.Response, call: Call, usage: Usage) -> AsyncIterator[bytes]:
+async def _relay(resp: aiohttp.ClientResponse, call: Call, usage: Usage) -> AsyncIterator[bytes]:
     try:
-        async for line in resp.aiter_lines():
+        async for raw in resp.content:
+            line = raw.decode("utf-8", "replace").strip()
             if not line:
                 continue
             if not line.startswith("data:"):
@@ -120,9 +145,8 @@ async def _relay(resp: httpx.Response, call: Call, usage: Usage) -> AsyncIterato
                         continue  # the client did not ask for the usage chunk
             usage.output_chunks += 1
             yield b"data: " + data.encode() + b"\n\n"
-    except httpx.TimeoutException:
-        usage.outcome = "upstream_error"
-    except httpx.HTTPError:
+    except (TimeoutError, aiohttp.ClientError):
         usage.outcome = "upstream_error"
     finally:
-        await resp.aclose()
+        # close, not release: when our client went away this stops the provider generating.
+        resp.close()

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import uvicorn
+import uvloop
 from django.conf import settings
 
 from ledger.gateway.app import Gateway, build_app
@@ -83,6 +84,7 @@ class GatewayServer:
         gateway = Gateway(upstream_timeout=self._timeout, db_threads=self._db_threads)
         config = uvicorn.Config(
             build_app(gateway),
+            http="httptools",
             lifespan="off",
             log_level="warning",
             access_log=False,
@@ -112,7 +114,8 @@ class GatewayServer:
 
     def _thread_main(self) -> None:
         try:
-            asyncio.run(self._serve())
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                runner.run(self._serve())
         except BaseException as exc:
             self._error = exc
         finally:
@@ -137,4 +140,5 @@ class GatewayServer:
             self._thread = None
 
     def run(self) -> None:
-        asyncio.run(self._serve())
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(self._serve())

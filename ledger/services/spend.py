@@ -75,8 +75,22 @@ def reserve(key_id: int, realm_id: str, amount_nusd: int) -> Refusal | None:
 
 @transaction.atomic
 def reserve_many(requests: list[tuple[int, str, int]]) -> list[Refusal | None]:
-    """Several reservations in one transaction (the gateway's batched rounds)."""
-    return [reserve(key_id, realm_id, amount) for key_id, realm_id, amount in requests]
+    """Several reservations in one transaction (the gateway's batched rounds).
+
+    Rows are locked in key order, as :func:`settle_many` does, so that concurrent batches
+    cannot deadlock on PostgreSQL.
+    """
+    answers: list[Refusal | None] = [None] * len(requests)
+    for i in sorted(range(len(requests)), key=lambda i: requests[i][0]):
+        answers[i] = reserve(*requests[i])
+    return answers
+
+
+@transaction.atomic
+def release_many(reservations: list[tuple[int, int]]) -> None:
+    """Give back reservations of calls that never reached a provider."""
+    for key_id, amount in reservations:
+        VirtualKey.objects.filter(pk=key_id).update(reserved_nusd=F("reserved_nusd") - amount)
 
 
 def _why_refused(key_id: int, realm_id: str, amount_nusd: int) -> Refusal:
@@ -127,7 +141,7 @@ def settle_many(items: list[Settlement]) -> None:
     """
     ts = now_ms()
     by_key: dict[int, list[Settlement]] = {}
-    for item in items:
+    for item in sorted(items, key=lambda i: i.key_id):  # lock order: see reserve_many
         by_key.setdefault(item.key_id, []).append(item)
     for key_id, group in by_key.items():
         changes: dict[str, Any] = {

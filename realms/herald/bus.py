@@ -141,12 +141,25 @@ def _create_room(
             ],
         }
     )
-    room = BusRoom.objects.create(
-        bus=bus, room_id=room_id, kind=kind, label=label, agent_a=pair[0], agent_b=pair[1]
-    )
-    for member in members:
-        client.join(room_id, member)
+    with transaction.atomic():
+        room = BusRoom.objects.create(
+            bus=bus, room_id=room_id, kind=kind, label=label, agent_a=pair[0], agent_b=pair[1]
+        )
+        if kind == BusRoom.Kind.COMMONS:
+            bus.commons_room_id = room_id
+            bus.save(update_fields=["commons_room_id"])
     return room
+
+
+def _join_all(
+    client: MatrixClient, room_id: str, members: list[str], *, resumed: bool = False
+) -> None:
+    # A resumed run joins only who is missing: the gate refuses a join without an
+    # invitation, and an invitation is used up by the first join.
+    present = client.joined_members(room_id) if resumed else set()
+    for member in members:
+        if member not in present:
+            client.join(room_id, member)
 
 
 def provision_bus(
@@ -170,32 +183,37 @@ def provision_bus(
             a.agent_id: _ensure_user(client, bus, a, position).user_id
             for position, a in enumerate(agents)
         }
-        if not bus.commons_room_id:
-            commons = _create_room(
+        commons_members = [*users.values(), operator]
+        resumed = bool(bus.commons_room_id)
+        if not resumed:
+            _create_room(
                 client,
                 bus,
                 name=COMMONS_NAME,
-                members=[*users.values(), operator],
+                members=commons_members,
                 events_default=50 if turns else 0,
                 kind=BusRoom.Kind.COMMONS,
             )
-            bus.commons_room_id = commons.room_id
-            bus.save(update_fields=["commons_room_id"])
+        _join_all(client, bus.commons_room_id, commons_members, resumed=resumed)
         dm_rooms: dict[tuple[str, str], str] = {}
         for a, b in permitted_pairs(agents):
             room = find_dm_room(bus, a, b)
-            if room is None:
+            members = [users[a], users[b], operator]
+            if room is not None:
+                _join_all(client, room.room_id, members, resumed=True)
+            else:
                 label = f"{a} · {b}"
                 room = _create_room(
                     client,
                     bus,
                     name=f"DM: {label}",
-                    members=[users[a], users[b], operator],
+                    members=members,
                     events_default=0,
                     kind=BusRoom.Kind.DM,
                     label=label,
                     pair=(a, b),
                 )
+                _join_all(client, room.room_id, members)
                 posting.send_notice(
                     client,
                     room.room_id,

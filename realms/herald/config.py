@@ -282,6 +282,9 @@ def write_config(config: HomeserverConfig) -> None:
         # Agents read mentions from the events themselves: per-member push-rule
         # evaluation and notification counts on every message would be wasted work.
         "push": {"enabled": False},
+        # A few dozen users in busy rooms: bigger caches cut the per-sync database work
+        # (bench/bus.py, 10 agents at 5 msg/s: send p50 roughly halved).
+        "caches": {"global_factor": 4.0},
         "url_preview_enabled": False,
         "allow_public_rooms_without_auth": False,
         "allow_public_rooms_over_federation": False,

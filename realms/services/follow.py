@@ -17,7 +17,7 @@ from django.conf import settings
 from chronicle import selectors
 from chronicle.report import render_report
 from realms.models import Realm
-from realms.services.conclude import conclude_realm
+from realms.services.conclude import conclude_realm, finish_conclusion
 from realms.services.recovery import recover_realms
 from realms.warden import tasks
 
@@ -92,7 +92,14 @@ def run_to_end(
     except KeyboardInterrupt:
         say("concluding: manual — interrupted by the operator (Ctrl-C)")
         announced_end = True
-        conclude_realm(realm_id, "manual", "interrupted by the operator (Ctrl-C)", grace_s=1.0)
+        if (
+            not conclude_realm(
+                realm_id, "manual", "interrupted by the operator (Ctrl-C)", grace_s=1.0
+            )
+            and _state(realm_id) == Realm.State.CONCLUDING
+        ):
+            # Ctrl-C landed inside a conclusion already under way: finish its teardown.
+            finish_conclusion(realm_id, announce_end=False)
     realm = Realm.objects.get(realm_id=realm_id)
     if not announced_end and realm.conclusion_reason:
         say(f"concluding: {realm.conclusion_reason} — {realm.conclusion_detail}")

@@ -20,6 +20,7 @@ from django.utils import timezone
 from realms.forge.services import reattach
 from realms.models import Realm, RealmAgent
 from realms.services.conclude import finish_conclusion, interrupt_realm
+from realms.warden.models import WardenState
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,8 @@ def resume_or_interrupt(realm_id: str) -> str:
         interrupt_realm(realm_id, f"restart: sandboxes of {', '.join(lost)} were gone")
         return "interrupted"
     Realm.objects.filter(realm_id=realm_id).update(claimed_by="", claimed_until=None)
+    # What agents said while nobody was mirroring is read back from the rooms now.
+    WardenState.objects.filter(realm__realm_id=realm_id).update(ticks=0)
     return "resumed"
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from chronicle.kinds import Kind
 from chronicle.models import Event, Message, now_ms
@@ -24,7 +25,9 @@ from chronicle.services import record_event
 from realms.forge.services import stop_agent_sandbox
 from realms.herald import floor, posting
 from realms.herald.directory import get_bus
+from realms.herald.matrix import MatrixError, matrix_client
 from realms.herald.models import BusRoom
+from realms.herald.reconcile import reconcile
 from realms.models import Realm, RealmAgent
 from realms.services import traces
 from realms.services.conclude import conclude_realm
@@ -48,6 +51,7 @@ log = logging.getLogger(__name__)
 
 WAKE_TEXT = "@{agent} — the machine is waiting on you. Call game_state."
 TRACE_EVERY_TICKS = 5
+MIRROR_CHECK_EVERY_TICKS = 15
 
 
 @dataclass
@@ -118,14 +122,33 @@ def _kickoff(realm: Realm, tm: TurnManager | None, now_s: float) -> list[dict[st
     return apply_turn_actions(realm, actions)
 
 
-def _new_commons(realm_id: str, commons: str, after: int) -> list[Message]:
-    return list(
-        Message.objects.filter(realm_id=realm_id, channel=commons, id__gt=after).order_by("id")
-    )
+class Stream:
+    """Rows of one kind not consumed yet, read through a cursor that tolerates late commits.
 
+    Ids are allocated at insert but a concurrent writer may commit after a higher id is
+    already visible (PostgreSQL). So each read looks back ``LOOKBACK`` ids behind the
+    cursor and skips the ids it already consumed there: nothing is lost, nothing read twice.
+    """
 
-def _new_events(realm_id: str, kind: Kind, after: int) -> list[Event]:
-    return list(Event.objects.filter(realm_id=realm_id, kind=kind, id__gt=after).order_by("id"))
+    LOOKBACK = 200
+
+    def __init__(self, cursors: dict[str, Any], name: str) -> None:
+        self.cursors, self.name = cursors, name
+        self.after = int(cursors.get(name, 0))
+        self.seen = {int(i) for i in cursors.get(f"{name}_seen", [])}
+        self.fresh: list[Any] = []
+
+    def read(self, rows: QuerySet[Any]) -> list[Any]:
+        floor_id = max(0, self.after - self.LOOKBACK)
+        found = [r for r in rows.filter(id__gt=floor_id).order_by("id") if r.id not in self.seen]
+        self.fresh = found
+        return found
+
+    def commit(self) -> None:
+        ids = self.seen | {r.id for r in self.fresh}
+        top = max([self.after, *ids]) if ids else self.after
+        self.cursors[self.name] = top
+        self.cursors[f"{self.name}_seen"] = sorted(i for i in ids if i > top - self.LOOKBACK)
 
 
 def _eliminated(realm_id: str) -> set[str]:
@@ -202,12 +225,28 @@ def run_tick(realm_id: str) -> TickResult:
     system_events: list[dict[str, Any]] = []
 
     if not state.kicked_off:
-        turn_events += _kickoff(realm, tm, now_s)
+        # Committed on its own, at once: a tick failing later must not kick off twice.
+        opening = _kickoff(realm, tm, now_s)
+        with transaction.atomic():
+            for payload in opening:
+                record_event(realm_id, Kind.TURN, payload)
+            WardenState.objects.filter(pk=state.pk).update(
+                kicked_off=True, turns=tm.state.to_json() if tm is not None else {}
+            )
         state.kicked_off = True
 
     bus = get_bus(realm_id)
-    speech = _new_commons(realm_id, bus.commons_room_id, int(cursors.get("message", 0)))
-    eliminations = _new_events(realm_id, Kind.ELIMINATION, int(cursors.get("elimination", 0)))
+    if state.ticks % MIRROR_CHECK_EVERY_TICKS == 0:
+        _mirror_check(realm_id)
+    streams = {
+        name: Stream(cursors, name)
+        for name in ("message", "elimination", "lifecycle", "private", "game")
+    }
+    events = Event.objects.filter(realm_id=realm_id)
+    speech: list[Message] = streams["message"].read(
+        Message.objects.filter(realm_id=realm_id, channel=bus.commons_room_id)
+    )
+    eliminations: list[Event] = streams["elimination"].read(events.filter(kind=Kind.ELIMINATION))
     if tm is not None:
         actions: list[Action] = []
         for msg in speech:
@@ -225,7 +264,7 @@ def run_tick(realm_id: str) -> TickResult:
             turn_events += apply_turn_actions(
                 realm, tm.remove(agent if isinstance(agent, str) and agent else None, now_s)
             )
-    kills = _new_events(realm_id, Kind.LIFECYCLE, int(cursors.get("lifecycle", 0)))
+    kills: list[Event] = streams["lifecycle"].read(events.filter(kind=Kind.LIFECYCLE))
     for event in kills:
         agent = event.payload.get("agent") if isinstance(event.payload, dict) else None
         if tm is not None and event.payload.get("event") == "agent_killed" and agent:
@@ -233,7 +272,7 @@ def run_tick(realm_id: str) -> TickResult:
     if tm is not None:
         turn_events += apply_turn_actions(realm, tm.tick(now_s))
 
-    privates = _new_events(realm_id, Kind.PRIVATE, int(cursors.get("private", 0)))
+    privates: list[Event] = streams["private"].read(events.filter(kind=Kind.PRIVATE))
     ledger = DmLedger.from_json(state.dms)
     if privates:
         plan = plan_deliveries(
@@ -250,18 +289,11 @@ def run_tick(realm_id: str) -> TickResult:
             ledger=ledger,
         )
         result.deliveries = _deliver(realm_id, plan)
-    games = _new_events(realm_id, Kind.GAME, int(cursors.get("game", 0)))
+    games: list[Event] = streams["game"].read(events.filter(kind=Kind.GAME))
     _wakes(realm_id, games)
 
-    for name, rows in (
-        ("message", speech),
-        ("elimination", eliminations),
-        ("private", privates),
-        ("game", games),
-        ("lifecycle", kills),
-    ):
-        if rows:
-            cursors[name] = rows[-1].id
+    for stream in streams.values():
+        stream.commit()
     with transaction.atomic():
         for payload in turn_events:
             record_event(realm_id, Kind.TURN, payload)
@@ -284,8 +316,24 @@ def run_tick(realm_id: str) -> TickResult:
 
     if state.ticks % TRACE_EVERY_TICKS == 0:
         traces.ingest_all(realm_id)
+
     _police(realm, result)
     return result
+
+
+def _mirror_check(realm_id: str) -> None:
+    """Make sure the Chronicle holds what the bus holds before speech is fed to turns.
+
+    A ping makes the homeserver send pushes it held back after a failed transaction at
+    once (not after its retry delay); reconciling reads the realm's rooms back and
+    mirrors whatever a push never delivered. Both are idempotent.
+    """
+    try:
+        with matrix_client(timeout=5.0) as client:
+            client.ping()
+        reconcile(realm_id)
+    except (MatrixError, OSError) as exc:
+        log.info("mirror check of %s: %s", realm_id, exc)
 
 
 def _police(realm: Realm, result: TickResult) -> None:

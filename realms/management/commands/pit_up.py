@@ -3,6 +3,7 @@ the final report. On the embedded default it needs nothing running beforehand.""
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from realms.models import Realm
 from realms.services import follow
+from realms.services.conclude import interrupt_realm
 from realms.services.embedded import EmbeddedPlatform
 from realms.services.launch import LaunchError, LaunchOptions, launch_realm, load_project
 from realms.services.providers import choose_provider
@@ -24,6 +26,10 @@ def parse_params(items: list[str]) -> dict[str, str]:
             raise CommandError(f"-p {item!r}: expected NAME=VALUE")
         values[name.strip()] = value
     return values
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 class Command(BaseCommand):
@@ -55,9 +61,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["path"])
         platform = EmbeddedPlatform(self.say)
+        # SIGTERM ends the realm the way Ctrl-C does: concluded, reported, cleaned up.
+        signal.signal(signal.SIGTERM, _interrupt)
+        self._launched: str | None = None
         try:
             platform.start()
-            realm_id = self._launch_or_resume(path, options)
+            try:
+                realm_id = self._launch_or_resume(path, options)
+            except KeyboardInterrupt:
+                self._interrupted_early()
+                return
             if realm_id is None:
                 return
             follow.run_to_end(realm_id, self.say)
@@ -65,6 +78,15 @@ class Command(BaseCommand):
             self.stdout.write(follow.report(realm_id))
         finally:
             platform.stop()
+
+    def _interrupted_early(self) -> None:
+        """Ctrl-C before the realm ran: tear down what exists and still report."""
+        realm_id = self._launched
+        if realm_id is None:
+            self.say("interrupted before a realm was launched")
+            return
+        interrupt_realm(realm_id, "interrupted by the operator before the realm ran")
+        self._finished(realm_id)
 
     def _launch_or_resume(self, path: Path, options: dict[str, Any]) -> str | None:
         wanted: str | None = options.get("realm")
@@ -103,6 +125,7 @@ class Command(BaseCommand):
             )
         except LaunchError as exc:
             raise CommandError("launch refused:\n  " + "\n  ".join(exc.problems)) from exc
+        self._launched = realm.realm_id
         state = follow.provision_and_start(realm.realm_id, self.say)
         if state != Realm.State.RUNNING:
             self._finished(realm.realm_id)

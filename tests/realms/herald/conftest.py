@@ -44,7 +44,7 @@ class AgentClient:
         self._http.close()
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 15.0, what: str = "") -> None:
+def wait_for(predicate: Callable[[], bool], timeout: float = 45.0, what: str = "") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -28,6 +28,7 @@ from realms.services.launch import LaunchOptions, launch_realm
 from realms.services.provision import claim_for_provisioning, start_running
 from realms.warden.models import WardenState
 from realms.warden.tasks import claim_tick, release_tick, tick_realm
+from realms.warden.tick import Stream
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -215,3 +216,24 @@ def test_two_workers_never_hold_one_realms_tick(realm_id: str, tmp_path: Path) -
     assert claim_tick(realm_id, "w1")
     Realm.objects.filter(pk=realm.pk).update(state=Realm.State.ARCHIVED, claimed_until=None)
     assert not claim_tick(realm_id, "w3")
+
+
+def test_streams_read_each_row_once_even_when_one_commits_late() -> None:
+    realm_id = "stream-test"
+    cursors: dict[str, object] = {}
+    rows = Event.objects.filter(realm_id=realm_id)
+    first = [record_event(realm_id, Kind.PRIVATE, {"n": n}) for n in range(3)]
+    stream = Stream(cursors, "private")
+    assert [e.payload["n"] for e in stream.read(rows)] == [0, 1, 2]
+    stream.commit()
+    base = first[-1].id
+    Event(id=base + 10, realm_id=realm_id, kind=Kind.PRIVATE, payload={"n": 10}).save()
+    stream = Stream(cursors, "private")
+    assert [e.payload["n"] for e in stream.read(rows)] == [10]
+    stream.commit()
+    # Its id was handed out before n=10's, but it became visible only now.
+    Event(id=base + 5, realm_id=realm_id, kind=Kind.PRIVATE, payload={"n": 5}).save()
+    stream = Stream(cursors, "private")
+    assert [e.payload["n"] for e in stream.read(rows)] == [5]
+    stream.commit()
+    assert Stream(cursors, "private").read(rows) == []

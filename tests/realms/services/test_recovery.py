@@ -1,0 +1,75 @@
+"""What a restarted worker does with the realms the last one left live."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from chronicle.kinds import Kind
+from chronicle.models import Event
+from ledger.services.profiles import seed_profiles
+from realms.models import Realm, RealmAgent
+from realms.services.launch import LaunchOptions, launch_realm
+from realms.services.recovery import recover_realms
+from tests.conftest import REPO
+
+TOOLCHECK = REPO / "examples" / "toolcheck"
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def profiles() -> None:
+    seed_profiles()
+
+
+def realm_in(state: str, realm_id: str, **fields: object) -> Realm:
+    realm = launch_realm(TOOLCHECK, LaunchOptions(realm_id=realm_id))
+    Realm.objects.filter(pk=realm.pk).update(state=state, **fields)
+    RealmAgent.objects.filter(realm=realm).update(state=RealmAgent.State.RUNNING)
+    return realm
+
+
+def lifecycle(realm_id: str) -> list[dict[str, object]]:
+    return [e.payload for e in Event.objects.filter(realm_id=realm_id, kind=Kind.LIFECYCLE)]
+
+
+def test_live_realms_are_resumed_or_ended_after_a_restart() -> None:
+    realm_in(Realm.State.RUNNING, "lost-sandboxes")
+    realm_in(Realm.State.PROVISIONING, "half-built")
+    realm_in(
+        Realm.State.CONCLUDING,
+        "half-concluded",
+        conclusion_reason="referee_verdict",
+        conclusion_detail="done",
+    )
+    realm_in(Realm.State.ARCHIVED, "long-over")
+    outcome = recover_realms()
+    assert outcome == {
+        "lost-sandboxes": "interrupted",
+        "half-built": "interrupted",
+        "half-concluded": "archived",
+    }
+    states = dict(Realm.objects.values_list("realm_id", "state"))
+    assert states == {
+        "lost-sandboxes": "interrupted",
+        "half-built": "interrupted",
+        "half-concluded": "archived",
+        "long-over": "archived",
+    }
+    lost = lifecycle("lost-sandboxes")
+    assert lost[0]["event"] == "concluding" and lost[0]["reason"] == "interrupted"
+    assert "ping, pong, umpire" in str(lost[0]["detail"])
+    assert [p["event"] for p in lost] == ["concluding", "interrupted"]
+    assert [p["event"] for p in lifecycle("half-concluded")] == ["archived"]
+    assert recover_realms() == {}  # nothing live is left to recover
+
+
+def test_a_realm_another_live_worker_holds_is_left_alone() -> None:
+    until = timezone.now() + timedelta(seconds=30)
+    realm_in(Realm.State.RUNNING, "held", claimed_by="other:1", claimed_until=until)
+    assert recover_realms() == {}
+    assert Realm.objects.get(realm_id="held").state == Realm.State.RUNNING
+    # The embedded pit_up knows the holder was itself, and takes it back.
+    assert recover_realms(only="held", force=True) == {"held": "interrupted"}
