@@ -18,8 +18,8 @@ from chronicle.report import render_report
 from chronicle.transcript import transcript_page
 from realms.api import schema as _schema  # noqa: F401  (registers the token scheme)
 from realms.api.auth import OperatorAPIView
-from realms.api.operator import OperatorMessageError, send_operator_message
 from realms.api.status import realm_list, realm_status, redact
+from realms.services.messages import MessageError, send_operator_message
 from realms.warden.termination import request_stop
 
 DEFAULT_LIMIT = 200
@@ -119,9 +119,8 @@ class RealmMessageView(OperatorAPIView):
             raise ValidationError({"to": f"expected an agent id string; got {to!r}"})
         try:
             delivery = send_operator_message(realm_id, text, to=to or None)
-        except OperatorMessageError as exc:
-            field, _, detail = str(exc).partition(": ")
-            raise ValidationError({field: detail}) from None
+        except MessageError as exc:
+            raise ValidationError({exc.field: str(exc)}) from None
         if not delivery.delivered:
             return Response(
                 {

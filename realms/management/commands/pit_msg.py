@@ -6,7 +6,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from realms.herald.matrix import MatrixError
 from realms.services.messages import MessageError, send_operator_message
 
 
@@ -21,9 +20,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         text = " ".join(options["text"])
         try:
-            event_id = send_operator_message(options["realm"], text, options.get("to"))
+            delivery = send_operator_message(options["realm"], text, options.get("to"))
         except MessageError as exc:
             raise CommandError(str(exc)) from exc
-        except MatrixError as exc:
-            raise CommandError(f"the homeserver refused the message: {exc}") from exc
-        self.stdout.write(f"posted to {options['realm']} ({event_id})")
+        if not delivery.delivered:
+            raise CommandError(f"not delivered: {delivery.reason}; the message was chronicled")
+        self.stdout.write(f"posted to {options['realm']} ({delivery.event_id})")

@@ -11,6 +11,7 @@ import pytest
 from chronicle.kinds import Kind
 from chronicle.models import Message
 from realms.herald.bus import BusAgent, provision_bus
+from realms.models import Realm
 from realms.warden import nudges
 from realms.warden.snapshot import build_snapshot
 from tests.chronicle.realmkit import event, make_realm
@@ -35,7 +36,7 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
 
 
 def test_operator_message_and_nudge_reach_the_commons(platform_server, realm_id, client):
-    make_realm(realm_id, agents=[{"id": "alice"}, {"id": "bob"}])
+    make_realm(realm_id, agents=[{"id": "alice"}, {"id": "bob"}], state=Realm.State.RUNNING)
     bus = provision_bus(
         realm_id, [BusAgent("alice"), BusAgent("bob")], turns=False, allow_side_channels=False
     )
