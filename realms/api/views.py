@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -19,7 +20,9 @@ from chronicle.transcript import transcript_page
 from realms.api import schema as _schema  # noqa: F401  (registers the token scheme)
 from realms.api.auth import OperatorAPIView
 from realms.api.status import realm_list, realm_status, redact
+from realms.services.launch import LaunchOptions
 from realms.services.messages import MessageError, send_operator_message
+from realms.services.start import LaunchError, StartRefused, start_realm
 from realms.warden.termination import request_stop
 
 DEFAULT_LIMIT = 200
@@ -55,6 +58,76 @@ class RealmListView(OperatorAPIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
         return Response(realm_list())
+
+    @extend_schema(
+        request=OpenApiTypes.OBJECT,
+        responses={202: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT},
+    )
+    def post(self, request: Request) -> Response:
+        options, package = _launch_options(request.data)
+        try:
+            realm = start_realm(package, options, capacity=settings.BEARPIT_MAX_ACTIVE_REALMS)
+        except StartRefused as exc:
+            return Response({"error": str(exc)}, status=exc.status)
+        except LaunchError as exc:
+            return Response(
+                {"error": "launch refused", "problems": exc.problems, "missing": exc.missing},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return Response(
+            {"realm_id": realm.realm_id, "state": "starting"}, status=status.HTTP_202_ACCEPTED
+        )
+
+
+_LAUNCH_FIELDS = {
+    "package",
+    "realm_id",
+    "free_response",
+    "turns",
+    "parameters",
+    "allow_missing_parameters",
+    "allow_provider_fallback",
+    "provider",
+}
+
+
+def _launch_options(data: Any) -> tuple[LaunchOptions, str]:
+    """Parse a launch body strictly: unknown or mistyped fields are named, not ignored."""
+    if not isinstance(data, dict):
+        raise ValidationError({"body": "expected a JSON object"})
+    errors: dict[str, str] = {f: "unknown field" for f in sorted(set(data) - _LAUNCH_FIELDS)}
+    package = data.get("package")
+    if not isinstance(package, str) or not package:
+        errors["package"] = "required: the name of a scenario in the library"
+    for flag in ("free_response", "allow_missing_parameters", "allow_provider_fallback"):
+        if not isinstance(data.get(flag, False), bool):
+            errors[flag] = f"expected true or false; got {data[flag]!r}"
+    for text in ("realm_id", "provider"):
+        if data.get(text) is not None and not isinstance(data[text], str):
+            errors[text] = f"expected a string; got {data[text]!r}"
+    parameters = data.get("parameters", {})
+    if not isinstance(parameters, dict) or not all(
+        isinstance(v, str | int | float | bool) for v in parameters.values()
+    ):
+        errors["parameters"] = "expected an object of NAME: value"
+        parameters = {}
+    turns = data.get("turns")
+    if turns is not None and not isinstance(turns, dict):
+        errors["turns"] = "expected an object {enabled, silence_timeout_s}"
+    if errors:
+        raise ValidationError(errors)
+    options = LaunchOptions(
+        realm_id=data.get("realm_id") or None,
+        parameters={
+            str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in parameters.items()
+        },
+        allow_missing_parameters=data.get("allow_missing_parameters", False),
+        free_response=data.get("free_response", False),
+        provider=data.get("provider") or None,
+        allow_provider_fallback=data.get("allow_provider_fallback", False),
+        turns_override=turns,
+    )
+    return options, str(package)
 
 
 class RealmStatusView(OperatorAPIView):
