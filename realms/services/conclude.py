@@ -27,6 +27,7 @@ from realms.forge.services import release_realm, stop_realm_sandboxes
 from realms.herald.bus import teardown_bus
 from realms.herald.floor import open_floor
 from realms.herald.posting import announce
+from realms.herald.reconcile import reconcile
 from realms.models import Realm
 from realms.services import traces
 
@@ -104,6 +105,9 @@ def finish_conclusion(
     globs = list((realm.project.get("spec") or {}).get("outputs") or [])
     captured = _step(realm_id, "capture outputs", lambda: capture_outputs(realm_id, globs))
     _step(realm_id, "release sandboxes", lambda: release_realm(realm_id))
+    # Messages whose push a homeserver crash lost are read back before the rooms close,
+    # so the transcript and report are complete.
+    _step(realm_id, "reconcile bus", lambda: reconcile(realm_id))
     _step(realm_id, "close bus", lambda: teardown_bus(realm_id))
     verdict = selectors.verdict(realm_id) or {}
     with transaction.atomic():
@@ -145,5 +149,8 @@ def interrupt_realm(realm_id: str, detail: str) -> bool:
     _step(realm_id, "revoke keys", lambda: revoke_realm_keys(realm_id))
     _step(realm_id, "ingest traces", lambda: traces.ingest_all(realm_id, drain=True))
     _step(realm_id, "release sandboxes", lambda: release_realm(realm_id))
+    # Messages whose push a homeserver crash lost are read back before the rooms close,
+    # so the transcript and report are complete.
+    _step(realm_id, "reconcile bus", lambda: reconcile(realm_id))
     _step(realm_id, "close bus", lambda: teardown_bus(realm_id))
     return True

@@ -50,8 +50,9 @@ class EmbeddedPlatform:
     def _start_bus(self) -> None:
         from bearpit.server import PlatformServer
         from realms.herald.config import HomeserverConfig
+        from realms.herald.delivery import resume_delivery
         from realms.herald.homeserver import running_homeserver, start_homeserver
-        from realms.herald.matrix import MatrixError, matrix_client
+        from realms.herald.matrix import MatrixError
 
         server = PlatformServer(settings.BEARPIT_PLATFORM_PORT).start()
         self._stops.append(("platform server", server.stop))
@@ -61,12 +62,12 @@ class EmbeddedPlatform:
             self._say("starting the homeserver (first start takes a few seconds)")
             handle = start_homeserver(config)
             self._stops.append(("homeserver", handle.stop))
-        # A homeserver that held pushes while we were away sends them on a ping.
+        # A homeserver that held pushes while we were away sends them once woken, and what
+        # a crash kept it from pushing at all is read back from the rooms.
         try:
-            with matrix_client() as client:
-                client.ping()
+            resume_delivery()
         except (MatrixError, OSError) as exc:
-            log.info("application-service ping: %s", exc)
+            log.info("resuming bus delivery: %s", exc)
 
     def _start_gateway(self) -> None:
         from ledger.gateway.server import GatewayServer

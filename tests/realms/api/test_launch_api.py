@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 
-from bearpit.celery import app
+from bearpit.celery import app as celery_app
 from realms.library import services as library
 from realms.models import Realm
 
@@ -17,6 +18,7 @@ pytestmark = [pytest.mark.timeout(60)]
 TOKEN = "test-operator-token-launch-0123"
 REPO = Path(__file__).resolve().parents[3]
 BROKER = "redis://127.0.0.1:6379/14"
+app: Any = celery_app  # the stubs do not know Celery's fork hook used below
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +52,7 @@ def post(client, body):
     )
 
 
-def queued_tasks(connection) -> list[dict]:
+def queued_tasks(connection) -> list[dict[str, Any]]:
     return [json.loads(raw)["headers"] for raw in connection.lrange("celery", 0, -1)]
 
 
