@@ -48,6 +48,31 @@ def test_passthrough_meters_provider_usage_and_hides_the_provider_key(
     assert key.spent_nusd == spend.cost_nusd and key.reserved_nusd == 0
 
 
+def test_passthrough_forwards_tools_and_formats_untouched(
+    gateway: GatewayServer, upstream: FakeUpstream
+) -> None:
+    secret = mint("r-tools", "a", None, provider="fake", model="ok")
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "post_message",
+                "parameters": {"type": "object", "properties": {"text": {"type": "string"}}},
+            },
+        }
+    ]
+    extra = {
+        "tools": tools,
+        "tool_choice": "required",
+        "response_format": {"type": "json_object"},
+        "max_tokens": 77,
+    }
+    assert _post(gateway, secret, **extra).status_code == 200
+    sent = upstream.requests[-1]
+    assert sent["model"] == "ok"  # the key's model, whatever the client named
+    assert {k: sent[k] for k in extra} == extra
+
+
 def test_passthrough_stream_asks_for_usage_and_strips_it_when_not_asked(
     gateway: GatewayServer, upstream: FakeUpstream
 ) -> None:

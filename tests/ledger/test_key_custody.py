@@ -166,3 +166,28 @@ def test_a_raw_key_is_nowhere_but_the_provider(
     # Virtual keys are kept as their sha256 only.
     assert VirtualKey.objects.filter(key_prefix__startswith="bpk-").count() == 3
     assert credential_secret("piped-main")[0] == ROTATED_SECRET
+
+
+def test_admin_adds_and_rotates_keys_without_showing_them() -> None:
+    client = Client()
+    client.force_login(User.objects.create_superuser("op2", "op2@example.com", "pw"))
+    added = client.post(
+        "/admin/ledger/credential/add/",
+        {"handle": "adm-main", "provider": "openai", "api_base": "", "api_key": PIPED_SECRET},
+    )
+    assert added.status_code == 302, added.content[:500]
+    cred = Credential.objects.get(handle="adm-main")
+    assert PIPED_SECRET.encode() not in bytes(cred.encrypted_key)
+    assert credential_secret("adm-main")[0] == PIPED_SECRET
+    change = f"/admin/ledger/credential/{cred.pk}/change/"
+    page = client.get(change).content.decode()
+    assert PIPED_SECRET not in page and "…NMLK" in page
+    # Saving without a key keeps it; with one, rotates it.
+    client.post(change, {"provider": "openai", "api_base": "http://x/v1", "api_key": ""})
+    assert credential_secret("adm-main") == (PIPED_SECRET, "http://x/v1")
+    client.post(
+        change, {"provider": "openai", "api_base": "http://x/v1", "api_key": ROTATED_SECRET}
+    )
+    assert credential_secret("adm-main")[0] == ROTATED_SECRET
+    client.post(f"/admin/ledger/credential/{cred.pk}/delete/", {"post": "yes"})
+    assert not Credential.objects.filter(handle="adm-main").exists()

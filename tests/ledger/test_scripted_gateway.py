@@ -139,3 +139,21 @@ def test_max_tokens_truncates_like_a_model(gateway: GatewayServer) -> None:
     )
     assert out.choices[0].finish_reason == "length"
     assert out.usage is not None and out.usage.completion_tokens == 5
+
+
+def test_scripted_tool_calls_stream_through_the_sdk(gateway: GatewayServer) -> None:
+    script = "steps:\n  - tool_calls:\n      - name: submit\n        arguments: {value: 42}\n"
+    client = _uds_client(gateway, mint("r-stool", "a", "1", script=script))
+    stream = client.chat.completions.create(
+        model="x", messages=[{"role": "user", "content": "go"}], stream=True
+    )
+    name, args, finish = "", "", None
+    for chunk in stream:
+        for delta_call in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
+            if delta_call.function is not None:
+                name += delta_call.function.name or ""
+                args += delta_call.function.arguments or ""
+        if chunk.choices and chunk.choices[0].finish_reason:
+            finish = chunk.choices[0].finish_reason
+    assert (name, json.loads(args), finish) == ("submit", {"value": 42}, "tool_calls")
+    assert VirtualKey.objects.get(realm_id="r-stool").script_cursor == 1
