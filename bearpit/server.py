@@ -31,7 +31,9 @@ class PlatformServer:
             raise RuntimeError("the platform server is already running")
         from bearpit.asgi import application
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio only sets TCP_NODELAY on sockets that say they are
+        # TCP, and without it every response waits on the peer's delayed ACK (~40 ms).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self.host, self.port))
