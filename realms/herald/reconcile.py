@@ -54,6 +54,8 @@ def reconcile(realm_id: str | None = None) -> int:
     if realm_id is not None:
         buses = buses.filter(realm_id=realm_id)
     rooms = list(BusRoom.objects.filter(bus__in=buses).values_list("room_id", flat=True))
+    if not rooms:
+        return 0  # nothing to read back, so no homeserver needs to be reachable
     recovered = 0
     with matrix_client() as client:
         for room_id in rooms:

@@ -199,6 +199,27 @@ def realmtools_wired(spec: Mapping[str, Any], agents: list[Mapping[str, Any]]) -
     )
 
 
+def _referee_sees_all(
+    spec: Mapping[str, Any], referee: str | None, turns: Any, require_mention: bool
+) -> bool:
+    """Whether the referee receives every Commons message (format §3.2).
+
+    In a turns realm the round cue carries the messages instead; in a state-machine
+    realm the referee stays gated (it is woken by the machine) unless the machine
+    lets it read the Commons.
+    """
+    if referee is None or (turns is not None and require_mention):
+        return False
+    machines = [
+        m.get("machine") or {}
+        for m in spec.get("mechanics") or []
+        if m.get("kind") == "state-machine"
+    ]
+    if machines and require_mention:
+        return bool(machines[0].get("referee_reads_commons"))
+    return True
+
+
 def _money(value: Decimal | None) -> float | None:
     return None if value is None else float(value)
 
@@ -253,7 +274,7 @@ def build_run_config(
         "turns": turns,
         "free_response": free_response,
         "require_mention": require_mention,
-        "referee_sees_all": bool(referee) and (turns is None or not require_mention),
+        "referee_sees_all": _referee_sees_all(spec, referee, turns, require_mention),
         "referee_opens": bool(spec.get("referee_opens")),
         "stall_nudge": bool(spec.get("stall_nudge", True)),
         "provide_tools": bool(spec.get("provide_tools", True)),

@@ -19,9 +19,7 @@ CAP = 0.002
 
 
 def lifecycle(run: RealmRun, event: str) -> dict[str, dict[str, object]]:
-    return {
-        str(p["agent"]): p for p in run.chron.kinds("lifecycle") if p.get("event") == event
-    }
+    return {str(p["agent"]): p for p in run.chron.kinds("lifecycle") if p.get("event") == event}
 
 
 def spent_before_refusal(run: RealmRun, agent: str) -> float:

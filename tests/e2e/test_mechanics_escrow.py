@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -73,4 +74,7 @@ def test_sealed_ballots_revealed_and_tallied_by_every_ruleset(tmp_path: Path) ->
     (verdict,) = chron.kinds("verdict")
     assert verdict["outcome"] == "alpha takes the hall" and verdict["issued_by"] == "judge"
     assert "**Outcome:** alpha takes the hall" in run.out
+    # The opener's premature rule (min_rounds_before_verdict: 1) was refused, unrecorded.
+    rules = re.findall(r"agent=judge role=referee tool=rule result=(\S+)", run.out)
+    assert rules == ["dict[error]", "dict[outcome,scoreboard]"], rules
     assert run.said("charlie") == ["charlie has sealed four ballots"]

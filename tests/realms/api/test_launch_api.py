@@ -10,6 +10,7 @@ import pytest
 import redis
 
 from bearpit.celery import app as celery_app
+from ledger.services.profiles import seed_profiles
 from realms.library import services as library
 from realms.models import Realm
 
@@ -24,6 +25,12 @@ app: Any = celery_app  # the stubs do not know Celery's fork hook used below
 @pytest.fixture(autouse=True)
 def _settings(settings):
     settings.BEARPIT_API_TOKEN = TOKEN
+
+
+@pytest.fixture(autouse=True)
+def _profiles(db):
+    # Transactional tests empty every table, the seeded provider profiles included.
+    seed_profiles()
 
 
 @pytest.fixture

@@ -148,3 +148,21 @@ def test_a_state_machine_realm_chronicles_its_machine_before_provisioning() -> N
 )
 def test_realm_slug(name: str, slug: str) -> None:
     assert realm_slug(name) == slug
+
+
+def test_a_machine_realm_keeps_its_referee_gated_unless_it_reads_the_commons(
+    tmp_path: Path,
+) -> None:
+    package = tmp_path / "vault"
+    shutil.copytree(REPO / "tests" / "e2e" / "packages" / "vault", package)
+    gated = launch_realm(package)
+    assert gated.run_config["turns"] is None
+    assert gated.run_config["referee_sees_all"] is False
+    project = package / "project.json"
+    data = json.loads(project.read_text())
+    data["spec"]["mechanics"][0]["machine"]["referee_reads_commons"] = True
+    project.write_text(json.dumps(data))
+    assert launch_realm(package).run_config["referee_sees_all"] is True
+    assert launch_realm(package, LaunchOptions(free_response=True)).run_config[
+        "referee_sees_all"
+    ]
