@@ -38,9 +38,7 @@ try:
     BEARPIT_SANDBOX_PIDS = env.env_int("BEARPIT_SANDBOX_PIDS", 512, minimum=16)
     BEARPIT_SANDBOX_CPUS = env.env_float("BEARPIT_SANDBOX_CPUS", 2.0, minimum=0.05)
     BEARPIT_SANDBOX_DISK_MB = env.env_int("BEARPIT_SANDBOX_DISK_MB", 1024, minimum=8)
-    BEARPIT_SANDBOX_SHARED_DISK_MB = env.env_int(
-        "BEARPIT_SANDBOX_SHARED_DISK_MB", 1024, minimum=8
-    )
+    BEARPIT_SANDBOX_SHARED_DISK_MB = env.env_int("BEARPIT_SANDBOX_SHARED_DISK_MB", 1024, minimum=8)
     BEARPIT_SANDBOX_UID_BASE = env.env_int(
         "BEARPIT_SANDBOX_UID_BASE", 200000, minimum=1000, maximum=2**31 - 1_000_000
     )

@@ -163,6 +163,4 @@ def test_a_machine_realm_keeps_its_referee_gated_unless_it_reads_the_commons(
     data["spec"]["mechanics"][0]["machine"]["referee_reads_commons"] = True
     project.write_text(json.dumps(data))
     assert launch_realm(package).run_config["referee_sees_all"] is True
-    assert launch_realm(package, LaunchOptions(free_response=True)).run_config[
-        "referee_sees_all"
-    ]
+    assert launch_realm(package, LaunchOptions(free_response=True)).run_config["referee_sees_all"]
