@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,3 +15,9 @@ COMPAT = REPO.parent / "shared" / "compat" / "bearpit-examples"
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remove the throw-away BEARPIT_HOME that tests/settings.py made for this run."""
+    if os.environ.get("BEARPIT_TEST_HOME_OWNER") == str(os.getpid()):
+        shutil.rmtree(os.environ["BEARPIT_HOME"], ignore_errors=True)

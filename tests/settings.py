@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 import tempfile
 
-os.environ.setdefault("BEARPIT_HOME", tempfile.mkdtemp(prefix="bearpit-test-home-"))
+if "BEARPIT_HOME" not in os.environ:
+    os.environ["BEARPIT_HOME"] = tempfile.mkdtemp(prefix="bearpit-test-home-")
+    # Processes the tests start inherit BEARPIT_HOME; only the session that made it removes it.
+    os.environ["BEARPIT_TEST_HOME_OWNER"] = str(os.getpid())
 os.environ.setdefault("BEARPIT_SECRET_KEY", "test-secret-key-not-for-production-use-0123456789")
 
 from bearpit import env as _env
