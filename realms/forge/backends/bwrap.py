@@ -137,7 +137,10 @@ def bwrap_command(spec: SandboxSpec, inner: list[str], *, exec_mode: bool) -> li
     # bwrap would create missing parents as 0700 root-owned, which the agent's uid
     # cannot traverse. They must be listable too (Python's importer lists sys.path
     # entries such as the project root); they hold nothing but the binds below.
-    made: set[str] = set()
+    # The private /tmp comes before the code binds: a project or virtual environment that
+    # lives under the host's /tmp is bound on top of it instead of hidden by it.
+    args += ["--size", str(spec.limits.disk_bytes), "--tmpfs", layout.SANDBOX_TMP]
+    made: set[str] = {layout.SANDBOX_TMP}
     for dest in [*(str(p) for p in _read_only_paths()), layout.SANDBOX_HOME, layout.SANDBOX_SHARED]:
         for parent in reversed(Path(dest).parents[:-1]):
             if str(parent) not in made and not str(parent).startswith("/usr"):
@@ -146,7 +149,6 @@ def bwrap_command(spec: SandboxSpec, inner: list[str], *, exec_mode: bool) -> li
     for path in _read_only_paths():
         args += ["--ro-bind", str(path), str(path)]
     args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(spec.limits.disk_bytes), "--tmpfs", layout.SANDBOX_TMP]
     args += ["--tmpfs", "/run"]
     if not exec_mode:
         args += ["--ro-bind", str(spec.sockets), layout.SANDBOX_SOCKETS]

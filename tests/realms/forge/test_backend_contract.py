@@ -9,7 +9,7 @@ import pytest
 
 from realms.forge import layout
 from realms.forge.backends import SandboxError, get_backend
-from realms.forge.backends.bwrap import bwrap_command
+from realms.forge.backends.bwrap import _read_only_paths, bwrap_command
 from realms.forge.backends.docker import DockerBackend
 from realms.forge.secrets import mask_secrets, secrets_in_config
 from realms.forge.spec import Egress, SandboxSpec
@@ -44,6 +44,14 @@ def test_bwrap_runtime_view(tmp_path):
     assert run_tmpfs < args.index(str(tmp_path / "run"))  # /run first, then /run/bearpit
     assert (str(tmp_path / "home"), layout.SANDBOX_HOME) in _pairs(args, "--bind")
     assert (str(tmp_path / "shared"), layout.SANDBOX_SHARED) in _pairs(args, "--bind")
+    # The private /tmp is laid first, so a checkout or venv under the host's /tmp is bound
+    # on top of it rather than hidden by it.
+    private_tmp = next(
+        i for i, a in enumerate(args) if a == "--tmpfs" and args[i + 1] == layout.SANDBOX_TMP
+    )
+    code = {str(p) for p in _read_only_paths()}
+    code_binds = [i for i, a in enumerate(args) if a == "--ro-bind" and args[i + 1] in code]
+    assert code_binds and all(private_tmp < i for i in code_binds)
     setpriv = args[args.index("--") + 1 :]
     assert setpriv[:3] == ["/usr/bin/setpriv", "--reuid=400123", "--regid=400120"]
     assert "--clear-groups" in setpriv and "--bounding-set=-all" in setpriv
