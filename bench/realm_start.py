@@ -5,11 +5,12 @@ BEARPIT_HOME it starts the embedded platform (homeserver, gateway, realmtools) a
 for each size N, launches a generated realm of N participants on the offline provider
 with a kickoff that mentions everyone. It measures the time from the start of
 provisioning until every agent has made its first model request (so its runtime is
-up, synced to the bus and calling the gateway), and the resident memory of the agent
-runtimes. Then it runs ``examples/toolcheck`` until ``ping``'s first request and
-reports that request's prompt tokens. The last line is one JSON object with
-``start_s_3``, ``start_s_10``, ``start_s_50``, ``rss_mb_per_agent`` and
-``first_request_tokens``.
+up, synced to the bus and calling the gateway), the resident memory of the agent
+runtimes, and the CPU time each used to get there (unlike wall time, that does not
+depend on how busy the machine is). Then it runs ``examples/toolcheck`` until
+``ping``'s first request and reports that request's prompt tokens. The last line is
+one JSON object with ``start_s_3``, ``start_s_10``, ``start_s_50``,
+``rss_mb_per_agent``, ``cpu_s_per_agent`` and ``first_request_tokens``.
 """
 
 from __future__ import annotations
@@ -92,15 +93,29 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def _runtime_rss_mb(realm_id: str) -> float:
-    """Mean over agents of the largest process in each sandbox (the runtime)."""
+def _cpu_s(pid: int) -> float:
+    """User plus system CPU seconds a process has used."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _runtime_usage(realm_id: str) -> tuple[float, float]:
+    """Mean over agents of the RSS (MB) and CPU seconds of the runtime, the largest
+    process in each sandbox. CPU time does not depend on how busy the machine is."""
     from realms.forge.models import Sandbox
 
-    per_agent = []
+    rss, cpu = [], []
     for row in Sandbox.objects.filter(realm_id=realm_id, state=Sandbox.State.RUNNING):
         if row.pid:
-            per_agent.append(max((_rss_kb(p) for p in _tree(row.pid)), default=0))
-    return sum(per_agent) / len(per_agent) / 1024 if per_agent else 0.0
+            runtime = max(_tree(row.pid), key=_rss_kb)
+            rss.append(_rss_kb(runtime) / 1024)
+            cpu.append(_cpu_s(runtime))
+    if not rss:
+        return 0.0, 0.0
+    return sum(rss) / len(rss), sum(cpu) / len(cpu)
 
 
 def _first_spend_ms(realm_id: str) -> dict[str, int]:
@@ -114,7 +129,7 @@ def _first_spend_ms(realm_id: str) -> dict[str, int]:
     return first
 
 
-def measure_start(root: Path, size: int, timeout: float) -> tuple[float, float]:
+def measure_start(root: Path, size: int, timeout: float) -> tuple[float, float, float]:
     from chronicle.models import Event
     from realms.services.conclude import conclude_realm
     from realms.services.launch import launch_realm
@@ -129,22 +144,24 @@ def measure_start(root: Path, size: int, timeout: float) -> tuple[float, float]:
     if provisioned is None:
         raise SystemExit(f"crowd-{size}: provisioning failed")
     deadline = time.monotonic() + timeout
-    rss = 0.0
     while True:
         tasks.tick_realm(realm.realm_id)
         first = _first_spend_ms(realm.realm_id)
         if len(first) >= size:
-            rss = _runtime_rss_mb(realm.realm_id)
             took = (max(first.values()) - began_ms) / 1000
             break
         if time.monotonic() > deadline:
             took = float("nan")
-            rss = _runtime_rss_mb(realm.realm_id)
             print(f"crowd-{size}: only {len(first)} of {size} agents answered in {timeout:.0f}s")
             break
         time.sleep(0.5)
+    rss, cpu = _runtime_usage(realm.realm_id)
+    print(
+        f"{size} agents: provisioning took {(provisioned.ts_ms - began_ms) / 1000:.1f}s; "
+        f"each runtime used {cpu:.2f}s CPU by its first request"
+    )
     conclude_realm(realm.realm_id, "manual", "benchmark done", grace_s=0)
-    return took, rss
+    return took, rss, cpu
 
 
 def first_request_tokens(timeout: float) -> int:
@@ -185,18 +202,21 @@ def main() -> None:
 
         result: dict[str, Any] = {}
         rss: list[float] = []
+        cpu: list[float] = []
         with EmbeddedPlatform(print):
             for size in sizes:
-                took, mb = measure_start(root, size, args.timeout)
+                took, mb, seconds = measure_start(root, size, args.timeout)
                 print(
                     f"{size} agents: all connected {took:.1f}s after provisioning began; "
                     f"{mb:.0f} MB RSS per agent runtime"
                 )
                 result[f"start_s_{size}"] = round(took, 2)
                 rss.append(mb)
+                cpu.append(seconds)
             tokens = first_request_tokens(args.timeout)
             print(f"toolcheck ping's first request: {tokens} prompt tokens")
         result["rss_mb_per_agent"] = round(max(rss), 1) if rss else None
+        result["cpu_s_per_agent"] = round(max(cpu), 2) if cpu else None
         result["first_request_tokens"] = tokens
         print(json.dumps(result))
 

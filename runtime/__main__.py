@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
+
+# httpx loads its command-line tool (click, rich, pygments) whenever those happen to be
+# installed; a ``None`` entry makes that optional import fail fast, which httpx expects.
+# pydantic scans every installed distribution for plugins when the first model is built; the
+# runtime uses none, and the scan is a noticeable share of start-up in a large environment.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+if "httpx" not in sys.modules:
+    sys.modules["httpx._main"] = None  # type: ignore[assignment]
 
 from runtime.birth import BirthError, load_birth
 
 
 async def _serve(config_path: Path) -> None:
     config = load_birth(config_path)
-    # Imported after validation, so a bad config is reported without loading the heavy SDKs.
+    # Imported after validation, so a bad config is reported without loading the rest.
     from runtime.agent import Agent
     from runtime.matrix_bus import MatrixBus
 

@@ -56,6 +56,7 @@ class Agent:
         self.turns: list[TurnResult] = []
         self._queue: asyncio.Queue[IncomingEvent] = asyncio.Queue()
         self._reply_room: str | None = None
+        self._reply_ts = 0
         self._timers: list[asyncio.Task[None]] = []
         self.idle = asyncio.Event()
         self._wake = asyncio.Event()
@@ -72,6 +73,7 @@ class Agent:
                 body=message.body,
                 time=_clock(message.ts_ms),
                 event_id=message.event_id,
+                ts_ms=message.ts_ms,
             )
         )
 
@@ -125,8 +127,10 @@ class Agent:
             if event.kind == "timer" and self.dormant:
                 continue
             batch.append(event)
-            if event.room_id is not None:
-                self._reply_room = event.room_id
+            # Reply where the newest message was said. A sync can hand over an older
+            # message late (another room's backlog); it must not divert the reply.
+            if event.room_id is not None and event.ts_ms >= self._reply_ts:
+                self._reply_room, self._reply_ts = event.room_id, event.ts_ms
         return batch
 
     def _drain(self) -> str | None:

@@ -1,18 +1,17 @@
-"""The Matrix bus: a matrix-nio client syncing the agent's rooms, over TCP or a Unix socket."""
+"""The Matrix bus: the agent's rooms, synced over TCP or the homeserver's Unix socket."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-from nio import AsyncClient, AsyncClientConfig, JoinError, RoomSendError, SyncError, SyncResponse
-
 from runtime.birth import BusSettings
 from runtime.bus import BusMessage, BusSendError, Deliver, Gate, mentions
+from runtime.matrix_http import MatrixClient, MatrixError
 from runtime.trace import TraceWriter
 
 SYNC_TIMEOUT_MS = 30_000
@@ -53,28 +52,15 @@ class MatrixBus:
         self._rooms = {settings.commons_room_id: "Commons"} | {
             room: f"DM with {peer}" for peer, room in settings.dm_rooms.items()
         }
-        # nio retries timed-out requests itself; a short cap on its wait keeps the agent
-        # responsive soon after a homeserver restart.
-        config = AsyncClientConfig(
-            store_sync_tokens=False,
-            encryption_enabled=False,
-            max_timeout_retry_wait_time=5,
+        self.client = MatrixClient(
+            settings.homeserver_url, settings.access_token, settings.socket_path
         )
-        self.client = AsyncClient(settings.homeserver_url, settings.mxid, config=config)
-        self.client.access_token = settings.access_token
-        self.client.user_id = settings.mxid
         self._task: asyncio.Task[None] | None = None
         self._deliver: Deliver | None = None
         self.first_sync = asyncio.Event()
 
     async def start(self, deliver: Deliver) -> None:
         self._deliver = deliver
-        if self.settings.socket_path:
-            connector = aiohttp.UnixConnector(path=self.settings.socket_path)
-            self.client.client_session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=aiohttp.ClientTimeout(total=self.client.config.request_timeout),
-            )
         self._task = asyncio.create_task(self._sync_loop(), name="matrix-sync")
 
     async def close(self) -> None:
@@ -101,15 +87,14 @@ class MatrixBus:
             "m.mentions": {"user_ids": self._mentioned(text)},
         }
         problem = ""
+        txn_id = uuid.uuid4().hex  # one per reply, so a retry after a lost answer posts once
         for attempt in range(SEND_ATTEMPTS):
             try:
-                resp = await self.client.room_send(room_id, "m.room.message", content)
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                problem = f"{type(exc).__name__}: {exc}"
+                await self.client.send(room_id, "m.room.message", content, txn_id)
+            except MatrixError as exc:
+                problem = str(exc)
             else:
-                if not isinstance(resp, RoomSendError):
-                    return
-                problem = str(resp.message)
+                return
             self._trace.emit("error", where="bus.send", room=room_id, error=problem)
             await asyncio.sleep(min(2.0**attempt, 30.0))
         raise BusSendError(f"could not post to {room_id}: {problem}")
@@ -126,33 +111,27 @@ class MatrixBus:
         wanted = set(self._rooms)
         while True:
             try:
-                resp = await self.client.sync(
-                    timeout=SYNC_TIMEOUT_MS if since else 0,
-                    sync_filter=_FILTER,
-                    since=since,
-                    full_state=False,
-                )
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                resp = await self.client.sync(_FILTER, since, SYNC_TIMEOUT_MS if since else 0)
+                since_next = str(resp["next_batch"])
+            except (MatrixError, KeyError) as exc:
                 # The homeserver is restarting or unreachable: keep the token, try again.
-                resp = SyncError(f"{type(exc).__name__}: {exc}")
-            if isinstance(resp, SyncError) or not isinstance(resp, SyncResponse):
-                problem = str(getattr(resp, "message", resp))
-                self._trace.emit("error", where="bus.sync", error=problem)
+                self._trace.emit("error", where="bus.sync", error=str(exc))
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 10.0)
                 continue
             backoff = 1.0
-            for room_id in resp.rooms.invite:
+            rooms = resp.get("rooms") or {}
+            for room_id in rooms.get("invite") or {}:
                 if room_id in wanted:
-                    joined = await self.client.join(room_id)
-                    if isinstance(joined, JoinError):
-                        self._trace.emit(
-                            "error", where="bus.join", room=room_id, error=joined.message
-                        )
-            for room_id, info in resp.rooms.join.items():
-                for event in info.timeline.events:
-                    self._handle(room_id, event.source)
-            since = resp.next_batch
+                    try:
+                        await self.client.join(room_id)
+                    except MatrixError as exc:
+                        self._trace.emit("error", where="bus.join", room=room_id, error=str(exc))
+            for room_id, info in (rooms.get("join") or {}).items():
+                for event in (info.get("timeline") or {}).get("events") or []:
+                    if isinstance(event, dict):
+                        self._handle(room_id, event)
+            since = since_next
             self._token_file.parent.mkdir(parents=True, exist_ok=True)
             self._token_file.write_text(since, encoding="utf-8")
             self.first_sync.set()

@@ -14,15 +14,13 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
-import anyio
 import httpx
-from mcp import ClientSession, McpError, types
-from mcp.client.streamable_http import streamable_http_client
 
 from runtime.birth import McpServerSettings
+from runtime.http import transport
+from runtime.mcp_http import McpRemoteError, McpSession, McpTool, McpTransportError
 from runtime.tools import ToolDefinition, ToolFailure, ToolRegistry
 from runtime.trace import TraceWriter
 
@@ -44,18 +42,19 @@ def exposed_name(server: str, tool: str) -> str:
     return f"{name[:55]}_{digest}"
 
 
-def result_text(result: types.CallToolResult) -> str:
+def result_text(result: dict[str, Any]) -> str:
     """Structured content as JSON, unless it is only the SDK's wrapper of a plain result."""
-    structured = result.structuredContent
+    structured = result.get("structuredContent")
+    content = [b for b in result.get("content") or [] if isinstance(b, dict)]
     wrapper_only = isinstance(structured, dict) and set(structured) == {"result"}
-    if structured is not None and not (wrapper_only and result.content):
+    if structured is not None and not (wrapper_only and content):
         return json.dumps(structured, ensure_ascii=False)
     parts = []
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            parts.append(block.text)
+    for block in content:
+        if block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
         else:
-            parts.append(f"[{block.type} content omitted]")
+            parts.append(f"[{block.get('type')} content omitted]")
     return "\n".join(parts)
 
 
@@ -69,14 +68,15 @@ class McpServer:
         self.name = settings.name
         self._trace = trace
         self._on_tools = on_tools
-        self.tools: list[types.Tool] = []
+        self.tools: list[McpTool] = []
         self.state = "connecting"
-        self._session: ClientSession | None = None
+        self._session: McpSession | None = None
         self._broken = asyncio.Event()
         self._ended = asyncio.Event()
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._relist: asyncio.Task[None] | None = None
+        self._broken_reason = ""
         self.connects = 0
 
     def start(self) -> None:
@@ -100,14 +100,9 @@ class McpServer:
         headers = {}
         if self.settings.bearer_token:
             headers["Authorization"] = f"Bearer {self.settings.bearer_token}"
-        transport = (
-            httpx.AsyncHTTPTransport(uds=self.settings.socket_path)
-            if self.settings.socket_path
-            else None
-        )
         return httpx.AsyncClient(
             headers=headers,
-            transport=transport,
+            transport=transport(self.settings.url, self.settings.socket_path),
             timeout=httpx.Timeout(
                 self.settings.call_timeout_s, connect=self.settings.connect_timeout_s
             ),
@@ -127,7 +122,7 @@ class McpServer:
                 await self._run_session()
             except asyncio.CancelledError:
                 raise
-            except BaseException as exc:  # the SDK tears down with exception groups
+            except Exception as exc:
                 error = _describe(exc)
             self._session = None
             self._ended.set()
@@ -139,34 +134,45 @@ class McpServer:
             backoff = min(backoff * 2, MAX_BACKOFF_S)
 
     async def _run_session(self) -> None:
-        async with (
-            self._http() as http,
-            streamable_http_client(self.settings.url, http_client=http) as (read, write, _),
-            ClientSession(read, write, message_handler=self._on_message) as session,
-        ):
-            with anyio.fail_after(self.settings.connect_timeout_s):
+        async with self._http() as http:
+            session = McpSession(http, self.settings.url, self._on_message)
+            async with asyncio.timeout(self.settings.connect_timeout_s):
                 await session.initialize()
-                listing = await session.list_tools()
-            self._ended = asyncio.Event()
-            self._session = session
-            self._broken.clear()
-            self.tools = listing.tools
-            self.connects += 1
-            self._set_state("up", tools=len(self.tools))
-            self._ready.set()
-            self._on_tools()
-            while not self._broken.is_set():
-                try:
-                    await asyncio.wait_for(self._broken.wait(), PING_INTERVAL_S)
-                except TimeoutError:
-                    with anyio.fail_after(self.settings.connect_timeout_s):
-                        await session.send_ping()
-            raise _Broken("connection lost")
+                tools = await session.list_tools()
+            listener = asyncio.create_task(self._listen(session))
+            try:
+                self._ended = asyncio.Event()
+                self._session = session
+                self._broken.clear()
+                self.tools = tools
+                self.connects += 1
+                self._set_state("up", tools=len(self.tools))
+                self._ready.set()
+                self._on_tools()
+                while not self._broken.is_set():
+                    try:
+                        await asyncio.wait_for(self._broken.wait(), PING_INTERVAL_S)
+                    except TimeoutError:
+                        async with asyncio.timeout(self.settings.connect_timeout_s):
+                            await session.ping()
+            finally:
+                listener.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await listener
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(session.close(), 2)
+            raise _Broken(self._broken_reason or "connection lost")
 
-    async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ServerNotification) and isinstance(
-            message.root, types.ToolListChangedNotification
-        ):
+    async def _listen(self, session: McpSession) -> None:
+        """Follow the server's own event stream, if it keeps one; its end means trouble."""
+        try:
+            await session.listen()
+        except McpTransportError as exc:
+            self._broken_reason = str(exc)
+            self._broken.set()
+
+    def _on_message(self, message: dict[str, Any]) -> None:
+        if message.get("method") == "notifications/tools/list_changed":
             self._relist = asyncio.create_task(self._refresh())
 
     async def _refresh(self) -> None:
@@ -174,12 +180,12 @@ class McpServer:
         if session is None:
             return
         try:
-            with anyio.fail_after(self.settings.call_timeout_s):
-                listing = await session.list_tools()
+            async with asyncio.timeout(self.settings.call_timeout_s):
+                tools = await session.list_tools()
         except Exception as exc:  # the supervisor reconnects and lists again
             self._trace.emit("mcp_state", server=self.name, state="relist_failed", error=str(exc))
             return
-        self.tools = listing.tools
+        self.tools = tools
         self._trace.emit(
             "mcp_state", server=self.name, state="tools_changed", tools=len(self.tools)
         )
@@ -190,11 +196,9 @@ class McpServer:
         if session is None or self.state != "up":
             raise self._unavailable()
         timeout = self.settings.call_timeout_s
-        # A request in flight when the session dies is never answered by the SDK, so the call
-        # races the session's end as well as its own timeout.
-        request = asyncio.ensure_future(
-            session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=timeout))
-        )
+        # The call races the session's end as well as its own timeout, so a call in flight
+        # when the supervisor gives the session up is answered at once.
+        request = asyncio.ensure_future(session.call_tool(tool, arguments))
         watcher = asyncio.ensure_future(ended.wait())
         try:
             await asyncio.wait(
@@ -209,19 +213,15 @@ class McpServer:
             raise ToolFailure(f"{tool} timed out after {timeout:g}s", kind="timeout")
         try:
             result = request.result()
-        except McpError as exc:
-            if exc.error.code == httpx.codes.REQUEST_TIMEOUT:
-                raise ToolFailure(f"{tool} timed out after {timeout:g}s", kind="timeout") from None
-            if exc.error.code == types.CONNECTION_CLOSED:
-                self._broken.set()
-                raise self._unavailable() from None
-            raise ToolFailure(f"{tool}: {exc.error.message}", kind="tool_error") from None
+        except McpRemoteError as exc:
+            raise ToolFailure(f"{tool}: {exc.message}", kind="tool_error") from None
         except Exception as exc:  # transport trouble: this call fails, the supervisor heals
+            self._broken_reason = str(exc)
             self._broken.set()
             self._trace.emit("mcp_state", server=self.name, state="call_failed", error=str(exc))
             raise self._unavailable() from None
         text = result_text(result)
-        if result.isError:
+        if result.get("isError"):
             raise ToolFailure(text or f"{tool} failed", kind="tool_error")
         return text
 
@@ -255,7 +255,7 @@ class McpHub:
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.servers.values()))
 
-    def _offered(self, server: McpServer) -> list[types.Tool]:
+    def _offered(self, server: McpServer) -> list[McpTool]:
         include = server.settings.include
         return [
             t
@@ -279,7 +279,7 @@ class McpHub:
                     ToolDefinition(
                         name=name,
                         description=tool.description or tool.name,
-                        parameters=tool.inputSchema or {"type": "object"},
+                        parameters=tool.input_schema or {"type": "object"},
                         handler=_handler(server, tool.name),
                         # The MCP layer's own timeout answers first, with a clearer message.
                         timeout_s=server.settings.call_timeout_s + 5,

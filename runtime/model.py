@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from runtime.birth import Limits, ModelSettings
+from runtime.http import transport
 from runtime.tools import ToolCall
 from runtime.trace import TraceWriter
 
@@ -168,12 +169,9 @@ class ModelClient:
         self.settings = settings
         self._limits = limits
         self._trace = trace
-        transport = (
-            httpx.AsyncHTTPTransport(uds=settings.socket_path) if settings.socket_path else None
-        )
         self._http = httpx.AsyncClient(
             base_url=settings.base_url.rstrip("/") + "/",
-            transport=transport,
+            transport=transport(settings.base_url, settings.socket_path),
             headers={"Authorization": f"Bearer {settings.api_key}"},
             timeout=httpx.Timeout(settings.request_timeout_s, connect=10.0),
         )

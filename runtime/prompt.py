@@ -35,6 +35,7 @@ class IncomingEvent:
     body: str
     time: str
     event_id: str | None = None
+    ts_ms: int = 0  # the bus's own timestamp; orders events that arrive out of order
 
 
 def envelope(events: list[IncomingEvent]) -> str:

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 ToolHandler = Callable[[dict[str, Any]], Awaitable[str]]
 
 
@@ -99,6 +97,9 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 
 def schema_errors(schema: dict[str, Any], arguments: dict[str, Any], limit: int = 8) -> list[str]:
     """Every schema violation, briefly, with the argument path it concerns."""
+    # Imported on first use: most agents call no tool for a while, and it is slow to load.
+    from jsonschema import Draft202012Validator
+
     validator = Draft202012Validator(schema)
     found: list[str] = []
     for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):

@@ -12,8 +12,10 @@ is recorded before anything is posted in it, so the mirror knows its realm.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import TypeVar
 
 from django.db import transaction
 from django.utils import timezone
@@ -32,7 +34,7 @@ from realms.herald.directory import (
     permitted_pairs,
     user_of,
 )
-from realms.herald.matrix import MatrixClient, MatrixError, matrix_client
+from realms.herald.matrix import Login, MatrixClient, MatrixError, matrix_client
 from realms.herald.models import BusRealm, BusRoom, BusUser
 from realms.herald.tokens import seal, unseal
 
@@ -87,26 +89,68 @@ def _validate(realm_id: str, agents: list[BusAgent]) -> None:
         )
 
 
-def _ensure_user(client: MatrixClient, bus: BusRealm, agent: BusAgent, position: int) -> BusUser:
-    existing = bus.users.filter(agent_id=agent.agent_id).first()
-    if existing is not None and existing.token_encrypted:
-        return existing
-    localpart = agent_localpart(bus.realm_id, agent.agent_id)
+# Homeserver calls for different users do not wait on each other, so a realm's users are
+# made, and its members joined, a few at a time; the database is written from the caller.
+HOMESERVER_CONCURRENCY = 8
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _concurrently(
+    call: Callable[[T], R], items: Iterable[T]
+) -> tuple[list[tuple[T, R]], Exception | None]:
+    """``call`` on every item, a few at a time: the successes in item order, and the first
+    failure (None if there was none). Every call finishes before this returns."""
+    todo = list(items)
+    with ThreadPoolExecutor(max(1, min(HOMESERVER_CONCURRENCY, len(todo)))) as pool:
+        futures = [pool.submit(call, item) for item in todo]
+    done: list[tuple[T, R]] = []
+    first: Exception | None = None
+    for item, future in zip(todo, futures, strict=True):
+        problem = future.exception()
+        if problem is None:
+            done.append((item, future.result()))
+        elif first is None:
+            first = problem if isinstance(problem, Exception) else RuntimeError(str(problem))
+    return done, first
+
+
+def _matrix_user(client: MatrixClient, realm_id: str, agent: BusAgent) -> tuple[str, Login]:
+    localpart = agent_localpart(realm_id, agent.agent_id)
     user_id = client.register(localpart)
     client.set_displayname(user_id, agent.agent_id)
-    login = client.login(localpart)
-    user, _ = BusUser.objects.update_or_create(
-        bus=bus,
-        agent_id=agent.agent_id,
-        defaults={
-            "role": agent.role,
-            "user_id": user_id,
-            "device_id": login.device_id,
-            "token_encrypted": seal(login.access_token),
-            "position": position,
-        },
-    )
-    return user
+    return user_id, client.login(localpart)
+
+
+def _ensure_users(client: MatrixClient, bus: BusRealm, agents: list[BusAgent]) -> dict[str, str]:
+    """agent id → Matrix user id, creating (concurrently) the users that have no token yet."""
+    existing = {u.agent_id: u for u in bus.users.all()}
+    positions = {a.agent_id: position for position, a in enumerate(agents)}
+    missing = [
+        a for a in agents if a.agent_id not in existing or not existing[a.agent_id].token_encrypted
+    ]
+
+    def record(agent: BusAgent, made: tuple[str, Login]) -> None:
+        user_id, login = made
+        existing[agent.agent_id], _ = BusUser.objects.update_or_create(
+            bus=bus,
+            agent_id=agent.agent_id,
+            defaults={
+                "role": agent.role,
+                "user_id": user_id,
+                "device_id": login.device_id,
+                "token_encrypted": seal(login.access_token),
+                "position": positions[agent.agent_id],
+            },
+        )
+
+    made, problem = _concurrently(partial(_matrix_user, client, bus.realm_id), missing)
+    # What was made is kept even when another user failed, so a retry reuses it.
+    for agent, pair in made:
+        record(agent, pair)
+    if problem is not None:
+        raise problem
+    return {a.agent_id: existing[a.agent_id].user_id for a in agents}
 
 
 def _create_room(
@@ -157,9 +201,11 @@ def _join_all(
     # A resumed run joins only who is missing: the gate refuses a join without an
     # invitation, and an invitation is used up by the first join.
     present = client.joined_members(room_id) if resumed else set()
-    for member in members:
-        if member not in present:
-            client.join(room_id, member)
+    _, problem = _concurrently(
+        lambda member: client.join(room_id, member), [m for m in members if m not in present]
+    )
+    if problem is not None:
+        raise problem
 
 
 def provision_bus(
@@ -179,10 +225,7 @@ def provision_bus(
             },
         )
         gatefile.allow_side_channels(realm_id, allow_side_channels)
-        users = {
-            a.agent_id: _ensure_user(client, bus, a, position).user_id
-            for position, a in enumerate(agents)
-        }
+        users = _ensure_users(client, bus, agents)
         commons_members = [*users.values(), operator]
         resumed = bool(bus.commons_room_id)
         if not resumed:

@@ -23,6 +23,7 @@ AS_ID = "bearpit-herald"
 SYSTEM_LOCALPART = "bp_system"
 USER_PREFIX = "bp_"
 GATE_MODULE = "realms.herald.gate.HeraldGate"
+SQLITE_SYNC_MODULE = "realms.herald.sqlitesync.SqliteSync"
 
 # Bots post in bursts; Synapse's defaults answer a dozen quick sends with 429.
 _GENEROUS = {"per_second": 1000, "burst_count": 10000}
@@ -293,7 +294,10 @@ def write_config(config: HomeserverConfig) -> None:
             {
                 "module": GATE_MODULE,
                 "config": gate_module_config(config, operator_localpart()),
-            }
+            },
+            # One fsync per write transaction on Synapse's single SQLite connection was
+            # the biggest cost of a message (bench/bus.py); see realms/herald/sqlitesync.py.
+            *([{"module": SQLITE_SYNC_MODULE, "config": {}}] if config.database is None else []),
         ],
         **RATE_LIMITS,
     }

@@ -10,6 +10,7 @@ re-raised for the caller to report.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -27,7 +28,7 @@ from realms.herald.bus import agent_credentials, provision_bus, teardown_bus
 from realms.herald.directory import BusAgent, RealmBus
 from realms.models import Realm, RealmAgent
 from realms.realmtools.identity import mint_token
-from realms.services.birth import build_birth, runtime_argv
+from realms.services.birth import build_birth, runtime_argv, warm_runtime_bytecode
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,9 @@ def provision_realm(realm_id: str) -> Realm | None:
     realm = claim_for_provisioning(realm_id)
     if realm is None:
         return None
+    # Compiling the runtime's bytecode (once per process) is never waited for: agents that
+    # start before it is done compile in memory, as they otherwise always would.
+    threading.Thread(target=warm_runtime_bytecode, name="warm-runtime", daemon=True).start()
     try:
         turns = realm.project["spec"].get("turns") is not None
         env = realm.project["spec"].get("environment") or {}

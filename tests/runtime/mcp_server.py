@@ -1,4 +1,8 @@
-"""A real MCP server for the client tests: FastMCP, stateless streamable HTTP, bearer auth."""
+"""A real MCP server for the client tests: FastMCP, streamable HTTP, bearer auth.
+
+Stateless by default, as realmtools is; ``stateful=True`` gives sessions and the server's
+own event stream, which carries notifications not tied to a request.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 TOKEN = "mcp-test-bearer-0123456789abcdef"
 
 
-def build(calls: list[str]) -> Any:
+def build(calls: list[str], *, stateful: bool = False) -> Any:
     server = FastMCP(
         "testtools",
-        stateless_http=True,
+        stateless_http=not stateful,
         streamable_http_path="/mcp",
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
@@ -53,6 +57,20 @@ def build(calls: list[str]) -> Any:
     def fails() -> str:
         """Always raises."""
         raise ValueError("no such round")
+
+    if stateful:
+
+        @server.tool()
+        async def unlock_quietly(ctx: Context) -> str:  # type: ignore[type-arg]
+            """Add a tool and announce it outside this request (on the session's own stream)."""
+
+            def extra() -> str:
+                """Another tool that appears later."""
+                return "extra!"
+
+            server.add_tool(extra, name="extra")
+            await ctx.session.send_tool_list_changed()
+            return "unlocked quietly"
 
     app = server.streamable_http_app()
 

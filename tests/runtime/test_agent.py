@@ -7,6 +7,7 @@ import os
 import pytest
 
 from runtime.agent import Agent
+from runtime.bus import BusMessage
 from runtime.terminal_bus import TerminalBus
 from tests.runtime.conftest import birth, trace_events
 from tests.runtime.provider import Fail, call, reply
@@ -115,3 +116,17 @@ async def test_events_during_a_turn_arrive_as_one_block_at_the_next_round(runnin
     assert "second" in batch[0]["content"] and "third" in batch[0]["content"]
     # The reply answers the latest event's room: the DM.
     assert "[pong → dm-bob] saw both" in terminal.stdout.getvalue()
+
+
+async def test_an_older_message_delivered_late_does_not_divert_the_reply(running, provider):
+    start, terminal = running
+    provider.script = [reply("my move")]
+    agent = await start()
+    # The grant in the Commons is newer, but a DM room's older notice reaches the agent
+    # after it (a sync delivers rooms in any order): the reply still goes to the Commons.
+    agent.on_bus(
+        BusMessage("!commons:standalone", "Commons", "system", "@pong your turn", 2000, "$g")
+    )
+    agent.on_bus(BusMessage("!dm-ping:standalone", "DM with ping", "system", "welcome", 1000, "$w"))
+    await until(lambda: "my move" in terminal.stdout.getvalue())
+    assert terminal.stdout.getvalue() == "[pong → Commons] my move\n"

@@ -128,3 +128,20 @@ def test_exposed_names_are_sanitised_and_short():
     assert exposed_name("realm tools", "a.b") == "mcp__realm_tools__a_b"
     long = exposed_name("s" * 30, "t" * 60)
     assert len(long) == 64
+
+
+async def test_a_stateful_server_announces_new_tools_on_its_own_stream(tmp_path, short_tmp):
+    sock = short_tmp / "mcp.sock"
+    async with serve(mcp_server.build([], stateful=True), uds=sock, lifespan="on"):
+        hub, registry, _ = hub_for(tmp_path, sock)
+        assert await hub.start(10) == []
+        assert "extra" not in registry.names()
+        assert (await call(registry, "unlock_quietly")).output == "unlocked quietly"
+        for _ in range(100):
+            if "extra" in registry.names():
+                break
+            await asyncio.sleep(0.05)
+        assert (await call(registry, "extra")).output == "extra!"
+        # Calls and the event stream share one session: nothing reconnected on the way.
+        assert hub.servers["realmtools"].connects == 1
+        await hub.close()
