@@ -8,23 +8,18 @@ default database is a fresh PostgreSQL database.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from tests.conftest import REPO
+from tests.fixtures.postgres import migrated_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
 
-ADMIN_URL = os.environ.get(
-    "BEARPIT_TEST_POSTGRES_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 
 SCRIPT = """
 import json
@@ -77,29 +72,8 @@ print(json.dumps({
 
 @pytest.fixture
 def pg_env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    name = f"bearpit_chronicle_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    base = ADMIN_URL.rsplit("/", 1)[0]
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "bearpit.settings",
-        "BEARPIT_HOME": str(tmp_path / "home"),
-        "BEARPIT_DATABASE_URL": f"{base}/{name}",
-    }
-    env.pop("BEARPIT_REDIS_URL", None)
-    try:
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
-            cwd=REPO,
-            env=env,
-            check=True,
-            timeout=180,
-        )
+    with migrated_env(tmp_path / "home", "chronicle") as env:
         yield env
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_outputs_and_decisions_on_postgres(pg_env: dict[str, str]) -> None:

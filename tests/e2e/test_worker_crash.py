@@ -20,28 +20,15 @@ import psycopg
 import pytest
 
 from tests.e2e.pitrun import REPO, free_port, pit_env, stop_everything, with_descendants
+from tests.fixtures.postgres import fresh_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(300)]
-
-ADMIN = os.environ.get("BEARPIT_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/bearpit")
-
-
-def _admin_conn() -> psycopg.Connection[tuple[object, ...]]:
-    base = ADMIN.rsplit("/", 1)[0]
-    return psycopg.connect(f"{base}/postgres", autocommit=True)
 
 
 @pytest.fixture
 def database() -> Iterator[str]:
-    name = f"bp_worker_{secrets.token_hex(4)}"
-    with _admin_conn() as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{ADMIN.rsplit('/', 1)[0]}/{name}"
-    finally:
-        with _admin_conn() as conn:
-            for db in (name, f"{name}_synapse"):
-                conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+    with fresh_database("worker") as url:
+        yield url
 
 
 class Stack:

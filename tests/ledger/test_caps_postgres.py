@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,13 +15,11 @@ import psycopg
 import pytest
 
 from tests.conftest import REPO
+from tests.fixtures.postgres import migrated_env
 from tests.ledger.load import hammer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
 
-ADMIN_URL = os.environ.get(
-    "BEARPIT_TEST_POSTGRES_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 
 MINT = """
 import json, random, sys
@@ -53,29 +49,8 @@ def _free_port() -> int:
 
 @pytest.fixture
 def pg_env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    name = f"bearpit_ledger_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    base = ADMIN_URL.rsplit("/", 1)[0]
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "bearpit.settings",
-        "BEARPIT_HOME": str(tmp_path / "home"),
-        "BEARPIT_DATABASE_URL": f"{base}/{name}",
-    }
-    env.pop("BEARPIT_REDIS_URL", None)
-    try:
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
-            cwd=REPO,
-            env=env,
-            check=True,
-            timeout=180,
-        )
+    with migrated_env(tmp_path / "home", "ledger") as env:
         yield env
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_concurrent_calls_never_overspend_on_postgres(pg_env: dict[str, str]) -> None:

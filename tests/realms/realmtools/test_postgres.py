@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,15 +15,13 @@ import psycopg
 import pytest
 
 from tests.conftest import REPO
+from tests.fixtures.postgres import migrated_env
 
 from .machines import AUCTION
 from .test_concurrency_and_audit import _one
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
 
-ADMIN_URL = os.environ.get(
-    "BEARPIT_TEST_POSTGRES_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 
 SETUP = """
 import json, sys
@@ -54,29 +50,8 @@ class _Token:
 
 @pytest.fixture
 def pg_env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    name = f"bearpit_realmtools_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    base = ADMIN_URL.rsplit("/", 1)[0]
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "bearpit.settings",
-        "BEARPIT_HOME": str(tmp_path / "home"),
-        "BEARPIT_DATABASE_URL": f"{base}/{name}",
-    }
-    env.pop("BEARPIT_REDIS_URL", None)
-    try:
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
-            cwd=REPO,
-            env=env,
-            check=True,
-            timeout=180,
-        )
+    with migrated_env(tmp_path / "home", "realmtools") as env:
         yield env
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _accepting(path: Path) -> bool:
