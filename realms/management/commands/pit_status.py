@@ -4,22 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-
-from chronicle import selectors
 from realms.api.status import realm_status
+from realms.management.base import RealmCommand
 
 
-class Command(BaseCommand):
+class Command(RealmCommand):
     help = "Show a realm's state, how many events it chronicled, and each agent's spend."
 
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("realm", help="realm id")
-
-    def handle(self, *args: Any, **options: Any) -> None:
-        realm_id = options["realm"]
-        if not selectors.realm_known(realm_id):
-            raise CommandError(f"realm {realm_id!r}: no such realm")
+    def handle_realm(self, realm_id: str, **options: Any) -> None:
         status = realm_status(realm_id)
         out = self.stdout
         out.write(f"realm:    {realm_id}")
