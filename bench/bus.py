@@ -17,9 +17,10 @@ token, syncing its rooms. Two phases, each counting lost and duplicated messages
   divided by the time from the first send to the last completion.
 
 The default rate, 8 msg/s, is about half of what Synapse sustains on a 2-core
-machine with 20 syncing clients (the saturation phase measures ~16 msg/s there):
-at half load the numbers describe the path, not a queue. A rate at or above the
-saturation throughput only measures how long the queue has grown by the end.
+machine with 20 syncing clients (the saturation phase measured 14-17 msg/s there,
+shared with other work): at half load the numbers describe the path, not a queue.
+A rate at or above the saturation throughput only measures how long the queue has
+grown by the end of the run.
 
 Mirroring times are noted by a separate process polling the Chronicle every 5 ms
 (CLOCK_MONOTONIC is shared between processes), so the clients' event loop cannot

@@ -56,7 +56,6 @@ class Agent:
         self.turns: list[TurnResult] = []
         self._queue: asyncio.Queue[IncomingEvent] = asyncio.Queue()
         self._reply_room: str | None = None
-        self._reply_ts = 0
         self._timers: list[asyncio.Task[None]] = []
         self.idle = asyncio.Event()
         self._wake = asyncio.Event()
@@ -127,11 +126,22 @@ class Agent:
             if event.kind == "timer" and self.dormant:
                 continue
             batch.append(event)
-            # Reply where the newest message was said. A sync can hand over an older
-            # message late (another room's backlog); it must not divert the reply.
-            if event.room_id is not None and event.ts_ms >= self._reply_ts:
-                self._reply_room, self._reply_ts = event.room_id, event.ts_ms
         return batch
+
+    def _aim_reply(self, batch: list[IncomingEvent]) -> None:
+        """A turn answers where the newest message that started it was said.
+
+        Newest by the bus's timestamp, not by arrival: a sync can hand over another
+        room's older backlog late. Messages drained mid-turn join the turn's context but
+        do not move its reply: a DM arriving while an agent holds the Commons floor must
+        not carry the floor-passing post into the DM room.
+        """
+        newest: IncomingEvent | None = None
+        for event in batch:
+            if event.room_id is not None and (newest is None or event.ts_ms >= newest.ts_ms):
+                newest = event
+        if newest is not None:
+            self._reply_room = newest.room_id
 
     def _drain(self) -> str | None:
         batch = self._take_pending()
@@ -157,6 +167,7 @@ class Agent:
                 batch = self._take_pending()
                 if not batch:
                     continue
+                self._aim_reply(batch)
                 self.dormant = False
                 self.trace.emit(
                     "wake",
