@@ -29,6 +29,7 @@ from realms.herald.matrix import MatrixError, matrix_client
 from realms.herald.models import BusRoom
 from realms.herald.reconcile import reconcile
 from realms.models import Realm, RealmAgent
+from realms.realmtools.machine.service import due_idle_nudges
 from realms.services import traces
 from realms.services.conclude import conclude_realm
 from realms.services.kickoff import kickoff_mentions, kickoff_text
@@ -210,6 +211,35 @@ def _wakes(realm_id: str, games: Sequence[Event]) -> None:
                 posting.announce(realm_id, WAKE_TEXT.format(agent=agent), [agent])
 
 
+def _idle_nudges(realm_id: str, now: int) -> list[dict[str, Any]]:
+    """``after_s`` wake rules: nudge once per quiet spell of the machine (format §3.8)."""
+    due = due_idle_nudges(realm_id, now)
+    if not due:
+        return []
+    sent = {
+        (p.get("rule"), p.get("since_event"))
+        for p in Event.objects.filter(realm_id=realm_id, kind=Kind.SYSTEM).values_list(
+            "payload", flat=True
+        )
+        if isinstance(p, dict) and p.get("event") == "machine_nudge"
+    }
+    recorded: list[dict[str, Any]] = []
+    for nudge in due:
+        if (nudge.rule, nudge.since_event) in sent:
+            continue
+        for agent in nudge.agents:
+            posting.announce(realm_id, WAKE_TEXT.format(agent=agent), [agent])
+        recorded.append(
+            {
+                "event": "machine_nudge",
+                "rule": nudge.rule,
+                "since_event": nudge.since_event,
+                "agents": list(nudge.agents),
+            }
+        )
+    return recorded
+
+
 def run_tick(realm_id: str) -> TickResult:
     """One tick. Returns quietly for a realm that is not running."""
     realm = Realm.objects.filter(realm_id=realm_id).first()
@@ -291,6 +321,7 @@ def run_tick(realm_id: str) -> TickResult:
         result.deliveries = _deliver(realm_id, plan)
     games: list[Event] = streams["game"].read(events.filter(kind=Kind.GAME))
     _wakes(realm_id, games)
+    system_events += _idle_nudges(realm_id, now)
 
     for stream in streams.values():
         stream.commit()

@@ -398,6 +398,19 @@ class Machine:
             woken.extend(t for t in targets if t != caller and t not in woken)
         return woken
 
+    def idle_rules(self, state: MachineState, escrow: EscrowLookup) -> list[tuple[int, int, str]]:
+        """Time-based wake rules that hold in ``state``: ``(rule index, after_s, role)``.
+
+        Whether the machine has been idle for long enough is the Warden's question.
+        """
+        held: list[tuple[int, int, str]] = []
+        for index, rule in enumerate(self.definition.wake):
+            if rule.after_s is None:
+                continue
+            if self._rule_holds(rule, _Ctx("", {}, state, escrow)):
+                held.append((index, rule.after_s, rule.role))
+        return held
+
     def declaration_for(self, viewer: str) -> dict[str, Any]:
         """The declaration as the viewer may see it: hidden memberships stripped."""
         data = self.definition.model_dump(by_alias=True, mode="json")

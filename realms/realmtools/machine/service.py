@@ -291,6 +291,41 @@ def game_set(caller: Caller, key: str, value: Any, owner: str | None = None) -> 
         return _view(caller, loaded, None, 20)
 
 
+@dataclass(frozen=True)
+class IdleNudge:
+    """A time-based wake rule that is due: no GAME event for ``after_s`` seconds."""
+
+    rule: int
+    since_event: int
+    agents: tuple[str, ...]
+
+
+def due_idle_nudges(realm_id: str, at_ms: int) -> list[IdleNudge]:
+    """The ``after_s`` wake rules that hold now and whose idle time has run out.
+
+    Idle time counts from the last GAME event (or the MACHINE declaration before the
+    first move); ``since_event`` names that event so a nudge is sent once per quiet spell.
+    """
+    loaded = load(realm_id)
+    if loaded is None or loaded.state.state in loaded.machine.definition.terminal:
+        return []
+    last = (
+        Event.objects.filter(realm_id=realm_id, pk__gte=loaded.machine_event_id)
+        .filter(kind__in=(Kind.GAME, Kind.MACHINE))
+        .order_by("pk")
+        .last()
+    )
+    if last is None:
+        return []
+    idle_s = (at_ms - last.ts_ms) / 1000.0
+    due: list[IdleNudge] = []
+    for index, after_s, role in loaded.machine.idle_rules(loaded.state, _escrow_lookup(realm_id)):
+        if idle_s >= after_s:
+            agents = tuple(loaded.machine.members(role))
+            due.append(IdleNudge(rule=index, since_event=last.pk, agents=agents))
+    return due
+
+
 def current_state(realm_id: str) -> tuple[str, bool] | None:
     """``(state, is_terminal)`` of a realm's machine, or None without one (for the Warden)."""
     loaded = load(realm_id)

@@ -150,3 +150,23 @@ def test_table_talk_reads_only_the_commons(realms):
     assert page["more_before"] is True
     assert ref.call("table_talk", since=page["cursor"])["messages"] == []
     assert "only the referee" in realms.agent(realm, "orin").call("table_talk")["error"]
+
+
+def test_a_quiet_machine_is_due_its_idle_nudge_after_after_s(realms):
+    realm = realms(spec=_spec(AUCTION))
+    realms.agent(realm, "orin").call("game_state")  # declares the machine
+    declared = Event.objects.get(realm_id=realm.realm_id, kind=Kind.MACHINE)
+    hosts = tuple(declared.payload["members"]["host"])
+    assert hosts
+
+    assert service.due_idle_nudges(realm.realm_id, declared.ts_ms + 239_000) == []
+    due = service.due_idle_nudges(realm.realm_id, declared.ts_ms + 240_000)
+    assert [(n.rule, n.since_event, n.agents) for n in due] == [(2, declared.pk, hosts)]
+
+    # A move starts a new quiet spell, counted from that move.
+    realms.agent(realm, "themis").call("game_set", key="lot", value="vase")
+    move = Event.objects.filter(realm_id=realm.realm_id, kind=Kind.GAME).last()
+    assert move is not None
+    assert service.due_idle_nudges(realm.realm_id, move.ts_ms + 239_000) == []
+    (again,) = service.due_idle_nudges(realm.realm_id, move.ts_ms + 240_000)
+    assert again.since_event == move.pk

@@ -237,3 +237,56 @@ def test_streams_read_each_row_once_even_when_one_commits_late() -> None:
     assert [e.payload["n"] for e in stream.read(rows)] == [5]
     stream.commit()
     assert Stream(cursors, "private").read(rows) == []
+
+
+def machine_package(tmp_path: Path) -> Path:
+    """toolcheck re-cast as a machine realm whose referee is nudged after 240 quiet seconds."""
+    target = tmp_path / "quiet-machine"
+    shutil.copytree(REPO / "examples" / "toolcheck", target)
+    path = target / "project.json"
+    data = json.loads(path.read_text())
+    data["spec"]["turns"] = None
+    data["spec"]["mechanics"] = [
+        {
+            "kind": "state-machine",
+            "machine": {
+                "roles": {"ref": {"members": "referee"}, "players": {"members": "participants"}},
+                "states": ["open", "done"],
+                "initial": "open",
+                "terminal": ["done"],
+                "transitions": {"finish": {"from": "open", "to": "done", "by": "ref"}},
+                "wake": [{"role": "ref", "after_s": 240}],
+            },
+        }
+    ]
+    path.write_text(json.dumps(data))
+    return target
+
+
+def test_a_quiet_machine_nudges_its_after_s_role_once(
+    homeserver, platform_server, realm_id, tmp_path
+) -> None:
+    running_realm(machine_package(tmp_path), realm_id)
+    declared = Event.objects.filter(realm_id=realm_id, kind=Kind.MACHINE).last()
+    assert declared is not None
+    tick_realm(realm_id)
+    assert not Event.objects.filter(realm_id=realm_id, payload__event="machine_nudge").exists()
+
+    # The same declaration, chronicled as made five minutes ago: the machine has been
+    # quiet for longer than the rule's 240 seconds.
+    record_event(realm_id, Kind.MACHINE, declared.payload, ts_ms=declared.ts_ms - 300_000)
+    tick_realm(realm_id)
+    tick_realm(realm_id)
+    nudges = [
+        e.payload
+        for e in Event.objects.filter(realm_id=realm_id, kind=Kind.SYSTEM)
+        if e.payload.get("event") == "machine_nudge"
+    ]
+    assert [n["agents"] for n in nudges] == [["umpire"]]
+    wait_for(said(realm_id, "@umpire — the machine is waiting on you"), "the idle nudge")
+    assert (
+        Message.objects.filter(
+            realm_id=realm_id, body__contains="the machine is waiting on you"
+        ).count()
+        == 1
+    )
