@@ -7,12 +7,15 @@
 * ``concluding``: the teardown is finished (without a second announcement).
 
 A realm whose tick is claimed by another worker that is still within its claim is
-left alone: that worker is alive and owns it.
+left alone: that worker is alive and owns it. A claim held by a process of this host
+that no longer exists is a crashed worker's, and does not count.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
+from pathlib import Path
 
 from django.db.models import Q
 from django.utils import timezone
@@ -23,6 +26,14 @@ from realms.services.conclude import finish_conclusion, interrupt_realm
 from realms.warden.models import WardenState
 
 log = logging.getLogger(__name__)
+
+
+def _holder_gone(claimed_by: str) -> bool:
+    """True when the claim names a process of this host (``host:pid``) that has exited."""
+    host, _, pid = claimed_by.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return not Path(f"/proc/{pid}").exists()
 
 
 def resume_or_interrupt(realm_id: str) -> str:
@@ -54,7 +65,9 @@ def recover_realms(*, only: str | None = None, force: bool = False) -> dict[str,
         state__in=(Realm.State.PROVISIONING, Realm.State.RUNNING, Realm.State.CONCLUDING)
     )
     if not force:
-        rows = rows.exclude(Q(claimed_until__gt=now) & ~Q(claimed_by=""))
+        held = rows.filter(Q(claimed_until__gt=now) & ~Q(claimed_by=""))
+        dead = [r.realm_id for r in held if _holder_gone(r.claimed_by)]
+        rows = rows.exclude(Q(claimed_until__gt=now) & ~Q(claimed_by="") & ~Q(realm_id__in=dead))
     if only is not None:
         rows = rows.filter(realm_id=only)
     outcome: dict[str, str] = {}

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -73,3 +77,16 @@ def test_a_realm_another_live_worker_holds_is_left_alone() -> None:
     assert Realm.objects.get(realm_id="held").state == Realm.State.RUNNING
     # The embedded pit_up knows the holder was itself, and takes it back.
     assert recover_realms(only="held", force=True) == {"held": "interrupted"}
+
+
+def test_a_claim_held_by_a_dead_process_of_this_host_does_not_count() -> None:
+    until = timezone.now() + timedelta(seconds=30)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    host = socket.gethostname()
+    realm_in(Realm.State.RUNNING, "orphan", claimed_by=f"{host}:{gone.pid}", claimed_until=until)
+    realm_in(Realm.State.RUNNING, "alive", claimed_by=f"{host}:{os.getpid()}", claimed_until=until)
+    # The dead worker's realm is recovered (its sandboxes are gone, so interrupted);
+    # the realm a live process of this host holds is left alone.
+    assert recover_realms() == {"orphan": "interrupted"}
+    assert Realm.objects.get(realm_id="alive").state == Realm.State.RUNNING
