@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -59,6 +60,7 @@ class Agent:
         self._timers: list[asyncio.Task[None]] = []
         self.idle = asyncio.Event()
         self._wake = asyncio.Event()
+        self._created = time.monotonic()
 
     # -- wake sources --------------------------------------------------------------------
 
@@ -92,6 +94,10 @@ class Agent:
     # -- life ----------------------------------------------------------------------------
 
     async def setup(self) -> None:
+        # The bus syncs in the background while the MCP sessions open: what arrives meanwhile
+        # waits in the queue, and neither handshake waits for the other.
+        if self.bus is not None:
+            await self.bus.start(self.on_bus)
         unavailable = await self.hub.start(
             min([STARTUP_MCP_WAIT_S, *(s.connect_timeout_s for s in self.config.mcp_servers)])
         )
@@ -117,7 +123,12 @@ class Agent:
         for timer in self.config.timers:
             self._timers.append(asyncio.create_task(self._timer(timer.every_s, timer.message)))
         if self.bus is not None:
-            await self.bus.start(self.on_bus)
+            self._timers.append(asyncio.create_task(self._announce_connected(self.bus)))
+
+    async def _announce_connected(self, bus: Bus) -> None:
+        """Trace ``connected`` once the MCP sessions are open and the bus has synced."""
+        await bus.wait_connected()
+        self.trace.emit("connected", setup_ms=round((time.monotonic() - self._created) * 1000))
 
     def _take_pending(self) -> list[IncomingEvent]:
         batch: list[IncomingEvent] = []

@@ -35,6 +35,9 @@ class Bus(Protocol):
     async def start(self, deliver: Deliver) -> None:
         """Begin receiving; every message this agent should see is passed to ``deliver``."""
 
+    async def wait_connected(self) -> None:
+        """Return once the bus has delivered its first sync (the agent is connected)."""
+
     async def send(self, room_id: str, text: str) -> None:
         """Post ``text`` as this agent in ``room_id``."""
 

@@ -63,6 +63,9 @@ class MatrixBus:
         self._deliver = deliver
         self._task = asyncio.create_task(self._sync_loop(), name="matrix-sync")
 
+    async def wait_connected(self) -> None:
+        await self.first_sync.wait()
+
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()

@@ -38,6 +38,9 @@ class TerminalBus:
     async def start(self, deliver: Deliver) -> None:
         self._task = asyncio.create_task(self._read(deliver), name="terminal-bus")
 
+    async def wait_connected(self) -> None:
+        return None  # the terminal is there from the start
+
     async def _read(self, deliver: Deliver) -> None:
         loop = asyncio.get_running_loop()
         lines: asyncio.Queue[str] = asyncio.Queue()

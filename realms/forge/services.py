@@ -40,10 +40,13 @@ class ForgeError(RuntimeError):
 @dataclass(frozen=True)
 class AgentSandboxRequest:
     """One agent to start: its birth config (JSON text, secrets inside) and the
-    resource files placed in ``home/resources/`` (relative path → content)."""
+    resource files placed in ``home/resources/`` (relative path → content).
+
+    ``birth_config=None`` starts a runtime that waits for its config (``argv`` must ask
+    for that); :func:`deliver_birth` hands it over once the bus and keys exist."""
 
     agent_id: str
-    birth_config: str
+    birth_config: str | None
     resources: Mapping[str, bytes | str] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
     argv: Sequence[str] | None = None
@@ -82,10 +85,8 @@ def _check_requests(realm_id: str, requests: Sequence[AgentSandboxRequest]) -> N
         if req.agent_id in seen:
             raise ForgeError(f"agent {req.agent_id}: listed twice", req.agent_id)
         seen.add(req.agent_id)
-        try:
-            json.loads(req.birth_config)
-        except ValueError as exc:
-            raise ForgeError(f"agent {req.agent_id}: birth config is not JSON: {exc}") from None
+        if req.birth_config is not None:
+            _check_birth(req.agent_id, req.birth_config)
         for name in req.resources:
             path = PurePosixPath(name)
             if path.is_absolute() or ".." in path.parts or not path.parts:
@@ -94,6 +95,13 @@ def _check_requests(realm_id: str, requests: Sequence[AgentSandboxRequest]) -> N
                     "inside resources/",
                     req.agent_id,
                 )
+
+
+def _check_birth(agent_id: str, birth_config: str) -> None:
+    try:
+        json.loads(birth_config)
+    except ValueError as exc:
+        raise ForgeError(f"agent {agent_id}: birth config is not JSON: {exc}", agent_id) from None
 
 
 def _allocate_rows(
@@ -147,21 +155,42 @@ def _allocate_rows(
     raise ForgeError("could not allocate sandbox uids; too much contention")
 
 
-def _write_home(spec: SandboxSpec, req: AgentSandboxRequest) -> None:
-    """Birth config (0600, owned by the agent) and resources, inside the capped home."""
-    uid, gid = spec.host_uid, spec.host_gid
-    as_root = os.geteuid() == 0
+def _birth_dir(spec: SandboxSpec) -> Path:
     birth_dir = spec.home / layout.BIRTH_DIR_NAME
     if birth_dir.is_symlink():
         raise ForgeError(f"agent {spec.agent_id}: {birth_dir} is a symlink", spec.agent_id)
     birth_dir.mkdir(mode=0o700, exist_ok=True)
-    birth = birth_dir / layout.BIRTH_FILE_NAME
-    fd = os.open(birth, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    return birth_dir
+
+
+def _write_birth(spec: SandboxSpec, birth_config: str) -> None:
+    """Write the birth config (0600, the agent's) under a temporary name and rename it
+    into place: a runtime waiting for it never reads half a file."""
+    birth_dir = _birth_dir(spec)
+    final = birth_dir / layout.BIRTH_FILE_NAME
+    part = birth_dir / f".{layout.BIRTH_FILE_NAME}.part"
+    part.unlink(missing_ok=True)
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(req.birth_config)
+        handle.write(birth_config)
+    if os.geteuid() == 0:
+        os.chown(part, spec.host_uid, spec.host_gid, follow_symlinks=False)
+    os.replace(part, final)
+
+
+def _write_home(spec: SandboxSpec, req: AgentSandboxRequest) -> None:
+    """Birth config (0600, owned by the agent) and resources, inside the capped home."""
+    uid, gid = spec.host_uid, spec.host_gid
+    as_root = os.geteuid() == 0
+    birth_dir = _birth_dir(spec)
+    birth = birth_dir / layout.BIRTH_FILE_NAME
+    if req.birth_config is None:
+        birth.unlink(missing_ok=True)  # a waiting runtime must not take a stale one
+    else:
+        _write_birth(spec, req.birth_config)
     resources = spec.home / "resources"
     resources.mkdir(exist_ok=True)
-    written = [birth_dir, birth, resources]
+    written = [birth_dir, resources]
     for name, content in req.resources.items():
         target = resources / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -231,6 +260,17 @@ def start_agent_sandboxes(
         row.refresh_from_db()
         started.append(row)
     return started
+
+
+def deliver_birth(realm_id: str, agent_id: str, birth_config: str) -> None:
+    """Hand a waiting runtime (started with ``birth_config=None``) its birth config."""
+    _check_birth(agent_id, birth_config)
+    row = Sandbox.objects.filter(
+        realm_id=realm_id, agent_id=agent_id, state=Sandbox.State.RUNNING
+    ).first()
+    if row is None:
+        raise ForgeError(f"agent {agent_id}: no running sandbox to hand a birth config", agent_id)
+    _write_birth(spec_for(row), birth_config)
 
 
 def _undo(

@@ -6,12 +6,11 @@ Paths and socket addresses are written as the sandbox sees them: the home at
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from realms.forge.bytecode import PYCACHE_DIR
 from runtime.birth import (
     BirthConfig,
     BusSettings,
@@ -28,7 +27,6 @@ SANDBOX_SHARED = "/realm/shared"
 STATE_DIR = f"{SANDBOX_HOME}/.bearpit"
 TRACE_FILE = "trace.jsonl"
 
-log = logging.getLogger(__name__)
 
 # Short working knowledge seeded by role (``agent-basics`` / ``referee-basics``) and the
 # opt-in library skills. Scenario-local skills are appended after these.
@@ -188,12 +186,13 @@ def build_birth(
 #
 # Sandboxes may not write bytecode, so without help every agent would compile its whole
 # import closure from source at each start (half of its start-up CPU). The host compiles
-# it once into ``run/pycache`` (see :func:`warm_runtime_bytecode`), which every sandbox
-# sees under its sockets directory; the bootstrap points Python's pycache prefix there.
+# it once into ``run/pycache`` (realms/forge/bytecode.py), which every sandbox sees
+# under its sockets directory; the bootstrap points Python's pycache prefix there.
 # Stale or missing entries are simply compiled again in memory, as before.
 _BOOTSTRAP = (
     "import importlib.util, os, runpy, sys\n"
-    "cache = os.path.join(os.environ.get('BEARPIT_SOCKETS') or '/nonexistent', 'pycache')\n"
+    "cache = os.path.join(os.environ.get('BEARPIT_SOCKETS') or '/nonexistent', "
+    f"{PYCACHE_DIR!r})\n"
     "if os.path.isdir(cache):\n"
     "    sys.pycache_prefix = cache\n"
     "pkg = sys.argv[1]\n"
@@ -207,61 +206,15 @@ _BOOTSTRAP = (
 )
 
 
-def runtime_argv() -> list[str]:
-    """``<venv python> -m runtime <birth.json>``, robust to an unlistable code root."""
+def runtime_argv(*, await_birth_s: float | None = None) -> list[str]:
+    """``<venv python> -m runtime [--await-birth S] <birth.json>``, robust to an
+    unlistable code root. With ``await_birth_s`` the runtime loads its code, then waits
+    for the platform to deliver the birth config (realms/forge/services.deliver_birth)."""
     import sys
 
     import runtime
 
     package = str(Path(runtime.__file__).resolve().parent)
     birth = f"{STATE_DIR}/birth.json"
-    return [sys.executable, "-c", _BOOTSTRAP, package, birth]
-
-
-PYCACHE_DIR = "pycache"
-# What an agent imports before it is connected (and jsonschema, at its first tool call).
-_WARM_IMPORTS = (
-    "import runtime.__main__, runtime.agent, runtime.matrix_bus, runtime.mcp_client, jsonschema"
-)
-_warm_lock = threading.Lock()
-_warmed: set[Path] = set()
-
-
-def warm_runtime_bytecode(timeout_s: float = 60.0) -> None:
-    """Compile the runtime's imports into ``BEARPIT_HOME/run/pycache``, once per process.
-
-    A child interpreter imports what an agent imports at start, with the pycache prefix
-    set and bytecode writing on, so the files' paths match what sandboxes look up. A
-    failure costs only speed: agents then compile in memory as they always could.
-    """
-    import os
-    import subprocess
-    import sys
-
-    from django.conf import settings
-
-    import runtime
-
-    cache = Path(settings.BEARPIT_HOME) / "run" / PYCACHE_DIR
-    with _warm_lock:
-        if cache in _warmed:
-            return
-        _warmed.add(cache)
-        cache.mkdir(parents=True, exist_ok=True)
-        root = str(Path(runtime.__file__).resolve().parent.parent)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env |= {"PYTHONPYCACHEPREFIX": str(cache), "PYTHONPATH": root}
-        try:
-            done = subprocess.run(
-                [sys.executable, "-c", _WARM_IMPORTS],
-                env=env,
-                cwd=root,
-                capture_output=True,
-                timeout=timeout_s,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            log.warning("runtime bytecode not prepared: %s", exc)
-            return
-        if done.returncode != 0:
-            log.warning("runtime bytecode not prepared: %s", done.stderr.decode()[-500:])
+    wait = ["--await-birth", f"{await_birth_s:g}"] if await_birth_s is not None else []
+    return [sys.executable, "-c", _BOOTSTRAP, package, *wait, birth]

@@ -40,8 +40,11 @@ class EmbeddedPlatform:
         return self
 
     def _start(self) -> None:
+        from realms.forge import bytecode
+
         call_command("migrate", interactive=False, verbosity=0)
         run_dir().mkdir(parents=True, exist_ok=True)
+        bytecode.start_compiling()  # while the homeserver starts
         if settings.BEARPIT_MATRIX_URL is None:
             self._start_bus()
         self._start_gateway()

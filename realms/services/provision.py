@@ -16,23 +16,32 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from chronicle.kinds import Kind, Lifecycle
 from chronicle.services import record_event
 from ledger.services.keys import mint_virtual_key, revoke_realm_keys
 from ledger.services.profiles import all_profiles
-from realms.forge.services import AgentSandboxRequest, release_realm, start_agent_sandboxes
+from realms.forge import bytecode
+from realms.forge.models import Sandbox
+from realms.forge.services import (
+    AgentSandboxRequest,
+    deliver_birth,
+    release_realm,
+    start_agent_sandboxes,
+)
 from realms.herald.bus import agent_credentials, provision_bus, teardown_bus
 from realms.herald.directory import BusAgent, RealmBus
 from realms.models import Realm, RealmAgent
 from realms.realmtools.identity import mint_token
-from realms.services.birth import build_birth, runtime_argv, warm_runtime_bytecode
+from realms.services.birth import build_birth, runtime_argv
 
 log = logging.getLogger(__name__)
 
 OFFLINE_DIR = "offline"
+# How long a started runtime waits for its birth config before it gives up.
+BIRTH_WAIT_S = 600.0
 
 
 class ProvisionError(Exception):
@@ -106,15 +115,34 @@ def _mint_keys(realm: Realm) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _births(
-    realm: Realm, bus: RealmBus, keys: Mapping[str, tuple[str, str]]
-) -> list[AgentSandboxRequest]:
-    """One sandbox request per agent: its birth config and its resource files."""
+def _launch_requests(realm: Realm) -> list[AgentSandboxRequest]:
+    """One sandbox per agent, with its resource files and a runtime that waits for its
+    birth config: that is only ready once the bus and the keys exist."""
+    project = realm.project
+    requests = []
+    for agent in project.get("agents") or []:
+        resources = {
+            **(project.get("project_resources") or {}),
+            **(agent.get("resource_files") or {}),
+        }
+        requests.append(
+            AgentSandboxRequest(
+                agent_id=agent["id"],
+                birth_config=None,
+                resources=resources,
+                argv=runtime_argv(await_birth_s=BIRTH_WAIT_S),
+            )
+        )
+    return requests
+
+
+def _births(realm: Realm, bus: RealmBus, keys: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """agent id → its birth config (JSON text, secrets inside)."""
     project = realm.project
     wired = bool(realm.run_config.get("realmtools"))
     agents = project.get("agents") or []
     roster = [a["id"] for a in agents if a.get("role") != "referee"]
-    requests: list[AgentSandboxRequest] = []
+    births: dict[str, str] = {}
     for agent in agents:
         agent_id = agent["id"]
         creds = agent_credentials(realm.realm_id, agent_id)
@@ -144,20 +172,49 @@ def _births(
             model_name=model_name,
             realmtools_token=token,
         )
-        resources = {
-            **(project.get("project_resources") or {}),
-            **(agent.get("resource_files") or {}),
-        }
-        requests.append(
-            AgentSandboxRequest(
-                agent_id=agent_id,
-                birth_config=birth.model_dump_json(),
-                resources=resources,
-                argv=runtime_argv(),
-            )
-        )
+        births[agent_id] = birth.model_dump_json()
         RealmAgent.objects.filter(realm=realm, agent_id=agent_id).update(matrix_user_id=creds.mxid)
-    return requests
+    return births
+
+
+class _EarlySandboxes:
+    """The realm's sandboxes, started in a thread while the bus and keys are made.
+
+    An agent's interpreter start-up is most of the time it takes to come alive, and it
+    needs nothing from the bus; so the runtimes load their code meanwhile and wait for
+    their birth configs. ``result`` re-raises a failure of the thread.
+    """
+
+    def __init__(self, realm: Realm) -> None:
+        env = realm.project["spec"].get("environment") or {}
+        self._realm_id = realm.realm_id
+        self._requests = _launch_requests(realm)
+        self._shared = bool((env.get("shared_folder") or {}).get("enabled"))
+        self._egress = str(env.get("network_egress") or "model_only")
+        self._rows: list[Sandbox] = []
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="realm-sandboxes", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            bytecode.wait_compiled()
+            self._rows = start_agent_sandboxes(
+                self._realm_id, self._requests, shared_folder=self._shared, egress=self._egress
+            )
+        except BaseException as exc:  # handed to the provisioning thread by result()
+            self._error = exc
+        finally:
+            connections.close_all()
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> list[Sandbox]:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._rows
 
 
 def provision_realm(realm_id: str) -> Realm | None:
@@ -165,10 +222,11 @@ def provision_realm(realm_id: str) -> Realm | None:
     realm = claim_for_provisioning(realm_id)
     if realm is None:
         return None
-    # Compiling the runtime's bytecode (once per process) is never waited for: agents that
-    # start before it is done compile in memory, as they otherwise always would.
-    threading.Thread(target=warm_runtime_bytecode, name="warm-runtime", daemon=True).start()
+    # The runtime's bytecode (once per process) compiles while the bus is provisioned.
+    bytecode.start_compiling()
+    sandboxes: _EarlySandboxes | None = None
     try:
+        sandboxes = _EarlySandboxes(realm)
         turns = realm.project["spec"].get("turns") is not None
         env = realm.project["spec"].get("environment") or {}
         bus = provision_bus(
@@ -178,18 +236,16 @@ def provision_realm(realm_id: str) -> Realm | None:
             allow_side_channels=bool(env.get("allow_side_channels", True)),
         )
         keys = _mint_keys(realm)
-        requests = _births(realm, bus, keys)
-        rows = start_agent_sandboxes(
-            realm_id,
-            requests,
-            shared_folder=bool((env.get("shared_folder") or {}).get("enabled")),
-            egress=str(env.get("network_egress") or "model_only"),
-        )
+        births = _births(realm, bus, keys)
+        rows = sandboxes.result()
         for row in rows:
+            deliver_birth(realm_id, row.agent_id, births[row.agent_id])
             RealmAgent.objects.filter(realm=realm, agent_id=row.agent_id).update(
                 state=RealmAgent.State.RUNNING, sandbox_id=str(row.pk)
             )
     except Exception as exc:
+        if sandboxes is not None:
+            sandboxes.join()  # tear down only once nothing is starting any more
         log.exception("provisioning %s failed", realm_id)
         fail_realm(realm, f"provisioning failed: {type(exc).__name__}: {exc}")
         raise ProvisionError(str(exc)) from exc

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import jinja2
 import pytest
@@ -186,9 +187,34 @@ def test_unreadable_birth_config_and_missing_argument(tmp_path):
     done = run_runtime(str(path))
     assert done.returncode == 2 and "not JSON: line 1" in done.stderr
     done = run_runtime()
-    assert done.returncode == 2 and "usage: python -m runtime BIRTH.json" in done.stderr
+    assert done.returncode == 2 and "usage: python -m runtime" in done.stderr
     done = run_runtime(str(tmp_path / "missing.json"))
     assert done.returncode == 2 and "no such file" in done.stderr
+
+
+def test_a_runtime_started_early_waits_for_its_birth_config(tmp_path):
+    """``--await-birth``: the config is read once it appears, not before; a config that
+    never comes, or a wrong wait, is a clear exit 2."""
+    path = tmp_path / "birth.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runtime", "--await-birth", "20", str(path)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.0)
+    assert proc.poll() is None, "it must wait for the file, not fail on its absence"
+    part = tmp_path / ".birth.json.part"
+    part.write_text(json.dumps({"run_id": "r", "agent_id": "Bad Id"}))
+    part.rename(path)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and "agent_id: String should match pattern" in err
+    started = time.monotonic()
+    done = run_runtime("--await-birth", "0.5", str(tmp_path / "never.json"))
+    assert done.returncode == 2 and "not delivered within 0.5 s" in done.stderr
+    assert time.monotonic() - started >= 0.5
+    for wait in ("soon", "0"):
+        done = run_runtime("--await-birth", wait, str(path))
+        assert done.returncode == 2 and "--await-birth: expected" in done.stderr
 
 
 def test_birth_round_trips_and_expands_environment(tmp_path, monkeypatch):

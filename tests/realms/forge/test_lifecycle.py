@@ -22,12 +22,14 @@ from realms.forge.runcode import OUTPUT_LIMIT, run_code
 from realms.forge.services import (
     AgentSandboxRequest,
     ForgeError,
+    deliver_birth,
     reattach,
     sandbox_alive,
     stop_agent_sandbox,
     stop_realm_sandboxes,
 )
 from realms.models import Realm
+from realms.services.birth import runtime_argv
 from tests.realms.forge.conftest import (
     BUS_TOKEN,
     VIRTUAL_KEY,
@@ -309,6 +311,32 @@ def test_the_runtime_starts_inside_with_its_birth_config(make_realm):
         timeout=60,
     )
     assert imports.output.strip() == "imported", imports.output
+
+
+def test_a_runtime_started_early_waits_for_its_delivered_birth_config(make_realm):
+    """Provisioning starts runtimes before the bus exists; each loads its code and waits
+    until ``deliver_birth`` renames its config into place (0600, the agent's own)."""
+    rid = make_realm().realm_id
+    request = AgentSandboxRequest(
+        agent_id="alpha", birth_config=None, argv=runtime_argv(await_birth_s=60)
+    )
+    rows = start(rid, [request])
+    birth = layout.birth_path(rid, "alpha")
+    time.sleep(1.5)
+    assert procs.is_same_process(rows[0].pid, rows[0].pid_start_time), "it must wait"
+    assert not birth.exists()
+    assert "bad birth config" not in layout.log_path(rid, "alpha").read_text()
+    with pytest.raises(ForgeError, match="no running sandbox"):
+        deliver_birth(rid, "nobody", "{}")
+    with pytest.raises(ForgeError, match="not JSON"):
+        deliver_birth(rid, "alpha", "{oops")
+    assert not birth.exists()
+    deliver_birth(rid, "alpha", json.dumps({"nonsense": True}))
+    info = birth.stat()
+    assert (info.st_mode & 0o777, info.st_uid) == (0o600, rows[0].host_uid)
+    assert not list(birth.parent.glob("*.part"))
+    text = wait_for_file(layout.log_path(rid, "alpha"), done="bad birth config")
+    assert "nonsense" in text, text
 
 
 GRACEFUL = r"""

@@ -9,6 +9,8 @@ from chronicle.kinds import Kind
 from chronicle.models import Event, Message
 from ledger.models import VirtualKey
 from ledger.services.profiles import seed_profiles
+from realms.forge import layout, procs, quota
+from realms.forge.models import Sandbox
 from realms.herald.models import BusRealm
 from realms.models import Realm, RealmAgent
 from realms.services.launch import LaunchOptions, launch_realm
@@ -56,6 +58,24 @@ def test_a_failed_sandbox_start_tears_everything_down(homeserver, platform_serve
     # A second delivery of the task finds nothing pending and does nothing.
     assert provision_realm(realm_id) is None
     assert start_running(realm_id) is None
+
+
+def test_a_bus_failure_stops_the_runtimes_started_early(homeserver, platform_server, realm_id):
+    """Sandboxes start while the bus is provisioned; when the bus fails, none is left
+    running and no home stays mounted."""
+    launch_realm(TOOLCHECK, LaunchOptions(realm_id=realm_id))
+    with (
+        override_settings(BEARPIT_MATRIX_URL="http://127.0.0.1:9"),
+        pytest.raises(ProvisionError),
+    ):
+        provision_realm(realm_id)
+    assert Realm.objects.get(realm_id=realm_id).state == Realm.State.FAILED
+    rows = Sandbox.objects.filter(realm_id=realm_id)
+    assert rows.count() == 3, "the sandboxes were started alongside the bus"
+    assert not rows.filter(state__in=Sandbox.LIVE_STATES).exists()
+    for row in rows:
+        assert not procs.is_same_process(row.pid, row.pid_start_time)
+        assert not quota.is_mounted(layout.home_dir(realm_id, row.agent_id))
 
 
 def test_keys_carry_the_packages_offline_scripts() -> None:

@@ -1,0 +1,57 @@
+"""``python -m runtime --warm``: load everything an agent's runtime loads, then exit.
+
+The platform runs this once with bytecode writing on and a pycache prefix set, so the
+compiled files land where sandboxes (which may not write them) look them up. Beyond the
+start-up imports it makes one HTTP exchange over a Unix socket, checks one tool argument
+and renders the prompt templates, because httpx's transport, jsonschema's format checkers
+and Jinja's compiler are imported lazily, on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import tempfile
+
+_MODULES = (
+    "runtime.agent",
+    "runtime.matrix_bus",
+    "runtime.matrix_http",
+    "runtime.mcp_client",
+    "runtime.mcp_http",
+    "runtime.filetools",
+    "runtime.resume",
+)
+
+
+async def _one_request(socket_path: str) -> None:
+    import httpx
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n")
+        writer.write(b"content-length: 2\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_unix_server(answer, path=socket_path)
+    transport = httpx.AsyncHTTPTransport(uds=socket_path)
+    async with server, httpx.AsyncClient(transport=transport) as client:
+        (await client.get("http://warm/")).json()
+
+
+def main() -> int:
+    for name in _MODULES:
+        importlib.import_module(name)
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator({"type": "object", "properties": {"a": {"type": "string"}}}).validate(
+        {"a": "b"}
+    )
+    from runtime.prompts import render
+
+    render("events.md.j2", events=[])
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(_one_request(os.path.join(tmp, "warm.sock")))
+    return 0
