@@ -29,6 +29,8 @@ from runtime.tools import ToolRegistry
 from runtime.trace import Redactor, TraceWriter, TranscriptWriter
 
 STARTUP_MCP_WAIT_S = 10.0
+# A wake gives MCP servers that are down this long to come back before the turn starts.
+WAKE_MCP_WAIT_S = 5.0
 
 
 def _clock(ts_ms: int) -> str:
@@ -179,6 +181,7 @@ class Agent:
                 if not batch:
                     continue
                 self._aim_reply(batch)
+                await self.hub.ensure_up(WAKE_MCP_WAIT_S)
                 self.dormant = False
                 self.trace.emit(
                     "wake",

@@ -4,6 +4,10 @@ A supervising task owns each session: it connects (bearer auth, TCP or a Unix so
 tools, re-lists them on ``tools/list_changed``, pings while idle to notice a dead server, and
 reconnects with backoff from 1 s to 60 s without ever giving up. A failed or timed-out call fails
 only that call; while a server is down its tools stay listed and answer "unavailable".
+
+A wake does not wait out the backoff: before a turn, :meth:`McpHub.ensure_up` has every server
+that is down try again at once, every half second for a few seconds, so an agent woken just
+after the platform restarted finds its tools (instead of having none for that turn).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from runtime.trace import TraceWriter
 
 PING_INTERVAL_S = 5.0
 MAX_BACKOFF_S = 60.0
+RETRY_POKE_S = 0.5
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -74,6 +79,8 @@ class McpServer:
         self._broken = asyncio.Event()
         self._ended = asyncio.Event()
         self._ready = asyncio.Event()
+        self._up = asyncio.Event()
+        self._retry_now = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._relist: asyncio.Task[None] | None = None
         self._broken_reason = ""
@@ -87,6 +94,19 @@ class McpServer:
             await asyncio.wait_for(self._ready.wait(), timeout)
         except TimeoutError:
             return False
+        return True
+
+    async def ensure_up(self, timeout: float) -> bool:
+        """Have a server that is down reconnect now rather than after its backoff, and
+        wait up to ``timeout`` for it; True if it is up."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self._up.is_set():
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return False
+            self._retry_now.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._up.wait(), min(RETRY_POKE_S, remaining))
         return True
 
     async def close(self) -> None:
@@ -125,12 +145,15 @@ class McpServer:
             except Exception as exc:
                 error = _describe(exc)
             self._session = None
+            self._up.clear()
             self._ended.set()
             if self.connects > connects_before:
                 backoff = 1.0  # it was up: start the backoff ladder again
             self._set_state("down", error=error[:300], retry_in_s=backoff)
             self._ready.set()  # startup may go on; the prompt names the server as unreachable
-            await asyncio.sleep(backoff)
+            self._retry_now.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._retry_now.wait(), backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_S)
 
     async def _run_session(self) -> None:
@@ -147,6 +170,7 @@ class McpServer:
                 self.tools = tools
                 self.connects += 1
                 self._set_state("up", tools=len(self.tools))
+                self._up.set()
                 self._ready.set()
                 self._on_tools()
                 while not self._broken.is_set():
@@ -251,6 +275,14 @@ class McpHub:
             server.start()
         await asyncio.gather(*(s.wait_ready(ready_timeout) for s in self.servers.values()))
         return [name for name, s in self.servers.items() if s.state != "up"]
+
+    async def ensure_up(self, timeout: float) -> list[str]:
+        """Give every server that is down a prompt chance to reconnect (see the module
+        docstring); return the names still down after ``timeout``."""
+        down = [s for s in self.servers.values() if s.state != "up"]
+        if down:
+            await asyncio.gather(*(s.ensure_up(timeout) for s in down))
+        return [s.name for s in down if s.state != "up"]
 
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.servers.values()))

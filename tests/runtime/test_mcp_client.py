@@ -104,6 +104,33 @@ async def test_server_down_then_back(tmp_path, short_tmp):
     assert mcp_server.TOKEN not in states
 
 
+async def test_a_wake_reconnects_a_down_server_without_waiting_out_its_backoff(tmp_path, short_tmp):
+    """A platform restart leaves the server's backoff long; ``ensure_up`` (called at each
+    wake) retries at once, so the woken agent has its tools for that turn."""
+    sock = short_tmp / "mcp.sock"
+    hub, registry, _ = hub_for(tmp_path, sock)
+    assert await hub.start(2) == ["realmtools"]
+    trace = tmp_path / "trace.jsonl"
+    for _ in range(200):  # until the next retry is 4 s away
+        if '"retry_in_s": 4.0' in trace.read_text():
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the backoff never reached 4 s")
+    started = asyncio.get_running_loop().time()
+    assert await hub.ensure_up(0.6) == ["realmtools"], "nobody serves it yet"
+    assert asyncio.get_running_loop().time() - started >= 0.6
+    async with serve(mcp_server.build([]), uds=sock, lifespan="on"):
+        started = asyncio.get_running_loop().time()
+        assert await hub.ensure_up(10) == []
+        assert asyncio.get_running_loop().time() - started < 2.5, "it waited out the backoff"
+        assert "submit_sealed" in registry.names()
+        assert (await call(registry, "submit_sealed", round="R1", payload="a")).outcome == (
+            "success"
+        )
+        await hub.close()
+
+
 async def test_a_server_that_never_answers_is_reported_unavailable(tmp_path, short_tmp):
     hub, _, _ = hub_for(tmp_path, short_tmp / "nobody.sock")
     assert await hub.start(2) == ["realmtools"]
