@@ -1,29 +1,38 @@
 # The agent image for BEARPIT_SANDBOX=docker: Python and the agent runtime, nothing else.
 # Build from the repository root:
 #   docker build -f deploy/agent.Dockerfile -t bearpit-agent:latest .
+# or, with podman and no registry at hand, deploy/build-agent-image (it builds a Debian
+# base with debootstrap and passes it as BASE).
 # Containers run as the agent's own host uid (set at start), with a read-only root
 # filesystem, the agent's home at /home/agent and the platform sockets at /run/bearpit.
-FROM python:3.11-slim-bookworm
+ARG BASE=python:3.11-slim-bookworm
+FROM ${BASE}
+
+# A CA bundle for pip, when the build must trust more than pip's own bundle (a
+# TLS-inspecting proxy); deploy/build-agent-image passes the host's one.
+ARG PIP_CA_BUNDLE=
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# The runtime's own dependencies only: it imports nothing from the platform.
-RUN python -m venv /opt/venv \
- && /opt/venv/bin/pip install \
-        "httpx>=0.27,<1" \
-        "mcp==1.26.0" \
-        "anyio>=4" \
-        "aiohttp>=3.9" \
-        "pydantic>=2.8,<3" \
-        "jsonschema>=4.21" \
-        "jinja2>=3.1" \
-        "pyyaml>=6" \
-        "matrix-nio>=0.25"
+# The runtime's own dependencies only, pinned to uv.lock: it imports nothing from the
+# platform. python3, not python: a plain Debian base has only the former.
+COPY deploy/agent-requirements.txt /opt/bearpit/requirements.txt
+RUN python3 -m venv /opt/venv \
+ && /opt/venv/bin/pip install --no-deps ${PIP_CA_BUNDLE:+--cert "$PIP_CA_BUNDLE"} \
+        -r /opt/bearpit/requirements.txt \
+ && /opt/venv/bin/pip check
 
+# Last, so a runtime change rebuilds only this layer. Compiled here because containers
+# may not write bytecode (read-only root): without it every start compiles from source.
+# The .pth file puts it on the venv's path even in isolated mode (python -I, as run_code
+# runs), where PYTHONPATH is ignored.
 COPY runtime /opt/bearpit/runtime
+RUN /opt/venv/bin/python -m compileall -q /opt/bearpit/runtime \
+ && echo /opt/bearpit > "$(/opt/venv/bin/python -c \
+        'import sysconfig; print(sysconfig.get_path("purelib"))')/bearpit.pth"
 ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin \
     PYTHONPATH=/opt/bearpit \
     HOME=/home/agent

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.homeserver"]
+pytest_plugins = ["tests.fixtures.homeserver", "tests.fixtures.podman"]
 
 REPO = Path(__file__).resolve().parent.parent
 COMPAT = REPO.parent / "shared" / "compat" / "bearpit-examples"

@@ -5,7 +5,7 @@ not write bytecode, so without help every agent compiles its whole import closur
 start: about half of its start-up CPU. The platform runs ``python -m runtime --warm``
 once per process with Python's pycache prefix pointed at ``BEARPIT_HOME/run/pycache``,
 which every sandbox sees read-only under its sockets directory (the start-up bootstrap in
-realms/services/birth.py sets the same prefix). Later runs find the files current and
+realms/forge/command.py sets the same prefix). Later runs find the files current and
 cost a fraction of a second. A failure costs only speed, never correctness: a missing or
 stale entry is compiled in memory, as it would be without any of this.
 """

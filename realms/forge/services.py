@@ -23,8 +23,9 @@ from django.utils import timezone
 
 from realms.forge import layout, quota
 from realms.forge.backends import SandboxBackend, SandboxError, get_backend
+from realms.forge.command import runtime_argv
 from realms.forge.models import Sandbox
-from realms.forge.spec import Egress, Limits, SandboxHandle, SandboxSpec, runtime_argv
+from realms.forge.spec import Egress, Limits, SandboxHandle, SandboxSpec
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ def spec_for(row: Sandbox, argv: Sequence[str] | None = None) -> SandboxSpec:
         log_path=layout.log_path(row.realm_id, row.agent_id),
         limits=Limits(**row.limits) if row.limits else Limits.from_settings(),
         egress=Egress(row.egress),
-        argv=tuple(argv) if argv is not None else runtime_argv(),
+        argv=tuple(argv if argv is not None else runtime_argv()),
     )
 
 

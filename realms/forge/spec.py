@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -42,10 +41,10 @@ class Limits:
         )
 
 
-def runtime_argv() -> tuple[str, ...]:
-    """The runtime command, with the birth config path as the sandbox sees the home."""
-    birth = f"{layout.SANDBOX_HOME}/{layout.BIRTH_DIR_NAME}/{layout.BIRTH_FILE_NAME}"
-    return (sys.executable, "-m", "runtime", birth)
+def _runtime_argv() -> tuple[str, ...]:
+    from realms.forge.command import runtime_argv
+
+    return tuple(runtime_argv())
 
 
 def base_env(home: str = layout.SANDBOX_HOME) -> dict[str, str]:
@@ -77,7 +76,7 @@ class SandboxSpec:
     log_path: Path
     limits: Limits
     egress: Egress = Egress.MODEL_ONLY
-    argv: tuple[str, ...] = field(default_factory=runtime_argv)
+    argv: tuple[str, ...] = field(default_factory=_runtime_argv)
     env: Mapping[str, str] = field(default_factory=dict)
 
     def full_env(self) -> dict[str, str]:

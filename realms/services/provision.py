@@ -24,6 +24,7 @@ from chronicle.services import record_event
 from ledger.services.keys import mint_virtual_key, revoke_realm_keys
 from ledger.services.profiles import all_profiles
 from realms.forge import bytecode
+from realms.forge.command import runtime_argv
 from realms.forge.models import Sandbox
 from realms.forge.services import (
     AgentSandboxRequest,
@@ -35,7 +36,7 @@ from realms.herald.bus import agent_credentials, provision_bus, teardown_bus
 from realms.herald.directory import BusAgent, RealmBus
 from realms.models import Realm, RealmAgent
 from realms.realmtools.identity import mint_token
-from realms.services.birth import build_birth, runtime_argv
+from realms.services.birth import build_birth
 
 log = logging.getLogger(__name__)
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
 
 from realms.forge import layout
 from realms.forge.backends import SandboxError, host
+from realms.forge.command import runtime_args_of
 from realms.forge.spec import Egress, ExecResult, SandboxHandle, SandboxSpec, base_env
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,10 @@ _UMASK = ["/bin/sh", "-c", 'umask 007; exec "$@"', "sh"]
 LABEL_INSTALL = "org.bearpit.install"
 LABEL_REALM = "org.bearpit.realm"
 LABEL_AGENT = "org.bearpit.agent"
+# As the process backends' prlimit (host.rlimit_args). Always explicit: an engine's
+# defaults may exceed the hard limits of the engine itself, and then the container
+# cannot even start.
+NOFILE = 4096
 
 
 def _client() -> Any:
@@ -65,13 +71,16 @@ class DockerBackend:
             self._network(spec)
 
     def _network(self, spec: SandboxSpec) -> str:
-        name = f"{layout.install_tag()}-{spec.realm_id}"
-        found = self.client.networks.list(names=[name])
-        if not found:
+        name = network_name(spec)
+        if not self._networks_named(name):
             self.client.networks.create(
                 name, driver="bridge", labels={LABEL_INSTALL: layout.install_tag()}
             )
         return name
+
+    def _networks_named(self, name: str) -> list[Any]:
+        # The engine's name filter also matches longer names (realm r1 would find r10's).
+        return [n for n in self.client.networks.list(names=[name]) if n.name == name]
 
     def _run_kwargs(self, spec: SandboxSpec, *, exec_mode: bool) -> dict[str, Any]:
         volumes: dict[str, dict[str, str]] = {
@@ -101,7 +110,13 @@ class DockerBackend:
                 LABEL_REALM: spec.realm_id,
                 LABEL_AGENT: spec.agent_id,
             },
-            "ulimits": [_ulimit("fsize", spec.limits.disk_bytes), _ulimit("core", 0)],
+            # nproc counts per uid, and each agent has a uid of its own.
+            "ulimits": [
+                _ulimit("nproc", spec.limits.max_processes),
+                _ulimit("nofile", NOFILE),
+                _ulimit("fsize", spec.limits.disk_bytes),
+                _ulimit("core", 0),
+            ],
             "detach": True,
         }
         if exec_mode or spec.egress != Egress.OPEN:
@@ -113,18 +128,32 @@ class DockerBackend:
     def start(self, spec: SandboxSpec) -> SandboxHandle:
         import docker
 
-        argv = [*_UMASK, "python", *spec.argv[1:]]
+        name = container_name(spec)
         try:
+            self._remove_stopped(name)
             container = self.client.containers.run(
                 settings.BEARPIT_DOCKER_IMAGE,
-                argv,
-                name=container_name(spec),
+                container_argv(spec.argv),
+                name=name,
                 environment={**spec.full_env(), "PATH": "/opt/venv/bin:/usr/bin:/bin"},
                 **self._run_kwargs(spec, exec_mode=False),
             )
         except docker.errors.DockerException as exc:
             raise SandboxError(f"container for {spec.realm_id}/{spec.agent_id}: {exc}") from exc
         return SandboxHandle(ref=str(container.id))
+
+    def _remove_stopped(self, name: str) -> None:
+        """A stopped container left under this name (its stopper died before removing
+        it) would make the engine refuse the new one; a live one is left alone."""
+        import docker
+
+        try:
+            old = self.client.containers.get(name)
+        except docker.errors.NotFound:
+            return
+        if old.status in ("created", "exited", "dead"):
+            with contextlib.suppress(docker.errors.NotFound):
+                old.remove(force=True)
 
     def _get(self, handle: SandboxHandle) -> Any:
         import docker
@@ -192,7 +221,32 @@ class DockerBackend:
         return str(container.logs(stdout=True, stderr=True).decode("utf-8", "replace"))
 
     def release(self, spec: SandboxSpec) -> None:
+        """Also the container of a runtime that exited by itself: its row was marked
+        stopped without a stop, so its log is archived here and the container removed.
+        An unreachable engine must not keep the disks mounted."""
+        import docker
+
+        try:
+            try:
+                container = self.client.containers.get(container_name(spec))
+                self._archive(spec, container)
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+            if spec.egress == Egress.OPEN:
+                self._remove_network(spec)
+        except (SandboxError, docker.errors.DockerException, OSError) as exc:
+            log.warning("releasing the container of %s/%s: %s", spec.realm_id, spec.agent_id, exc)
         host.release_agent(spec)
+
+    def _remove_network(self, spec: SandboxSpec) -> None:
+        """The realm's network goes with its last container; while another agent of the
+        realm still uses it, the engine refuses and it stays."""
+        import docker
+
+        for network in self._networks_named(network_name(spec)):
+            with contextlib.suppress(docker.errors.APIError):
+                network.remove()
 
     def orphans(self, live: set[tuple[str, str]]) -> list[str]:
         """Containers of this installation whose (realm, agent) is not live."""
@@ -210,6 +264,20 @@ class DockerBackend:
     def remove_container(self, name: str) -> None:
         with contextlib.suppress(Exception):
             self.client.containers.get(name).remove(force=True)
+
+
+def network_name(spec: SandboxSpec) -> str:
+    return f"{layout.install_tag()}-{spec.realm_id}"
+
+
+def container_argv(argv: Sequence[str]) -> list[str]:
+    """The container's command for a sandbox's ``argv``. The runtime comes from the
+    image (``/opt/bearpit`` is on its Python's path), so the host's bootstrap form becomes
+    ``python -m runtime <its arguments>``; any other command runs with the image's
+    python and the rest of ``argv`` (the first item names a host interpreter)."""
+    runtime_args = runtime_args_of(argv)
+    rest = ["-m", "runtime", *runtime_args] if runtime_args is not None else list(argv[1:])
+    return [*_UMASK, "python", *rest]
 
 
 def _ulimit(name: str, value: int) -> Any:

@@ -3,14 +3,21 @@ arguments it builds (the engine itself is exercised where one exists)."""
 
 from __future__ import annotations
 
+import ast
+import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
+from packaging.markers import Marker
+from packaging.utils import canonicalize_name
 
 from realms.forge import layout
 from realms.forge.backends import SandboxError, get_backend
 from realms.forge.backends.bwrap import _read_only_paths, bwrap_command
-from realms.forge.backends.docker import DockerBackend
+from realms.forge.backends.docker import DockerBackend, container_argv
+from realms.forge.command import runtime_args_of, runtime_argv
 from realms.forge.secrets import mask_secrets, secrets_in_config
 from realms.forge.spec import Egress, SandboxSpec
 from tests.realms.forge.conftest import SMALL
@@ -76,6 +83,13 @@ def test_docker_container_contract(tmp_path):
     assert kwargs["read_only"] is True and kwargs["cap_drop"] == ["ALL"]
     assert kwargs["mem_limit"] == SMALL.memory_bytes
     assert kwargs["pids_limit"] == SMALL.max_processes
+    # Always explicit: an engine's defaults may exceed its own hard limits, and then no
+    # container starts; nproc is the same cap as the process backends' prlimit.
+    ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in kwargs["ulimits"]}
+    assert ulimits["nproc"] == (SMALL.max_processes, SMALL.max_processes)
+    assert ulimits["nofile"] == (4096, 4096)
+    assert ulimits["fsize"] == (SMALL.disk_bytes, SMALL.disk_bytes)
+    assert ulimits["core"] == (0, 0)
     assert kwargs["volumes"][str(tmp_path / "run")] == {
         "bind": layout.SANDBOX_SOCKETS,
         "mode": "ro",
@@ -83,6 +97,57 @@ def test_docker_container_contract(tmp_path):
     exec_kwargs = backend._run_kwargs(_spec(tmp_path), exec_mode=True)
     assert str(tmp_path / "run") not in exec_kwargs["volumes"]
     assert f"{layout.SANDBOX_HOME}/.bearpit" in exec_kwargs["tmpfs"]
+
+
+def test_docker_runs_the_runtime_from_its_image():
+    bootstrap = runtime_argv(await_birth_s=60)
+    assert runtime_args_of(bootstrap) == ["--await-birth", "60", "/home/agent/.bearpit/birth.json"]
+    assert container_argv(bootstrap)[-6:] == [
+        "python", "-m", "runtime", "--await-birth", "60", "/home/agent/.bearpit/birth.json"
+    ]  # fmt: skip
+    script = [sys.executable, "/home/agent/resources/probe.py", "x"]
+    assert runtime_args_of(script) is None
+    assert container_argv(script)[-3:] == ["python", "/home/agent/resources/probe.py", "x"]
+    assert not any(sys.executable in arg or "/runtime" in arg for arg in container_argv(bootstrap))
+
+
+def _lock_closure(lock: dict[str, Any], roots: list[str]) -> dict[str, str]:
+    """Name → version of ``roots`` and everything they need on the image's Python."""
+    packages = {p["name"]: p for p in lock["package"]}
+    image_python = {"python_full_version": "3.11.2", "python_version": "3.11"}
+    found: dict[str, str] = {}
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found[name] = packages[name]["version"]
+        for dep in packages[name].get("dependencies", []):
+            if "marker" not in dep or Marker(dep["marker"]).evaluate(image_python):
+                todo.append(dep["name"])
+    return found
+
+
+def test_agent_image_pins_are_the_locked_closure(repo_root):
+    """deploy/agent-requirements.txt is installed with --no-deps: it must be exactly the
+    runtime's dependencies and theirs, at uv.lock's versions."""
+    lock = tomllib.loads((repo_root / "uv.lock").read_text())
+    pins: dict[str, str] = {}
+    for line in (repo_root / "deploy" / "agent-requirements.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[canonicalize_name(name)] = version.strip()
+    assert pins == _lock_closure(lock, ["httpx", "pydantic", "jinja2", "jsonschema"])
+    # And those four are what the runtime imports from outside the standard library.
+    imported: set[str] = set()
+    for path in (repo_root / "runtime").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    third_party = {m for m in imported if m not in sys.stdlib_module_names and m != "runtime"}
+    assert third_party == {"httpx", "pydantic", "jinja2", "jsonschema"}
 
 
 def test_unknown_backend_is_refused():

@@ -44,8 +44,9 @@ with open("/home/agent/result.json.tmp", "w") as handle:
     json.dump(result, handle)
 os.rename("/home/agent/result.json.tmp", "/home/agent/result.json")
 bomb = child(FORK_BOMB)
-with open("/home/agent/fork.json", "w") as handle:
+with open("/home/agent/fork.json.tmp", "w") as handle:
     json.dump(bomb, handle)
+os.rename("/home/agent/fork.json.tmp", "/home/agent/fork.json")
 time.sleep(300)
 """
 )

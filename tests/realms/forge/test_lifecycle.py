@@ -15,6 +15,7 @@ import pytest
 from django.db import connection
 
 from realms.forge import cgroups, layout, procs
+from realms.forge.command import runtime_argv
 from realms.forge.models import Sandbox
 from realms.forge.outputs import capture_outputs
 from realms.forge.reap import reap
@@ -29,7 +30,6 @@ from realms.forge.services import (
     stop_realm_sandboxes,
 )
 from realms.models import Realm
-from realms.services.birth import runtime_argv
 from tests.realms.forge.conftest import (
     BUS_TOKEN,
     VIRTUAL_KEY,
