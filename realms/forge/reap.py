@@ -82,6 +82,10 @@ def reap(dry_run: bool = False) -> list[dict[str, Any]]:
             found.append({"kind": "container", "name": name})
             if not dry_run:
                 docker.remove_container(name)
+        for name in docker.orphan_networks({r.realm_id for r in live_rows}):
+            found.append({"kind": "network", "name": name})
+            if not dry_run:
+                docker.remove_network(name)
 
     busy_realms = {row.realm_id for row in live_rows}
     for target in _mounts_under(str(layout.realms_root()) + "/"):

@@ -74,7 +74,9 @@ class DockerBackend:
         name = network_name(spec)
         if not self._networks_named(name):
             self.client.networks.create(
-                name, driver="bridge", labels={LABEL_INSTALL: layout.install_tag()}
+                name,
+                driver="bridge",
+                labels={LABEL_INSTALL: layout.install_tag(), LABEL_REALM: spec.realm_id},
             )
         return name
 
@@ -260,6 +262,26 @@ class DockerBackend:
             if key not in live:
                 names.append(str(container.name))
         return names
+
+    def orphan_networks(self, busy_realms: set[str]) -> list[str]:
+        """Realm networks of this installation whose realm has no live sandbox (their
+        last container went without a release, e.g. with a crashed worker)."""
+        found = self.client.networks.list(
+            filters={"label": f"{LABEL_INSTALL}={layout.install_tag()}"}
+        )
+        return sorted(
+            str(n.name)
+            for n in found
+            if (n.attrs.get("Labels") or {}).get(LABEL_REALM, "") not in busy_realms
+        )
+
+    def remove_network(self, name: str) -> None:
+        import docker
+
+        for network in self.client.networks.list(names=[name]):
+            if network.name == name:
+                with contextlib.suppress(docker.errors.APIError):
+                    network.remove()
 
     def remove_container(self, name: str) -> None:
         with contextlib.suppress(Exception):

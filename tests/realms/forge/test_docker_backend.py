@@ -359,6 +359,20 @@ def test_reap_removes_orphan_containers(make_realm, engine):
     assert run_code(running.realm_id, "alpha", "print('untouched')").output == "untouched\n"
 
 
+def test_reap_removes_a_forgotten_realms_network(make_realm, engine):
+    rid = make_realm().realm_id
+    rows = start(rid, [script_request("alpha", SLEEPER)], egress="open")
+    name = network_name(spec_for(rows[0]))
+    assert [n.name for n in engine.networks.list(names=[name])] == [name]
+    assert {"kind": "network", "name": name} not in reap(dry_run=True), "its realm is live"
+    Sandbox.objects.filter(pk=rows[0].pk).delete()  # the database forgot it
+    assert {"kind": "network", "name": name} in reap(dry_run=True)
+    reap()
+    assert [n.name for n in engine.networks.list(names=[name]) if n.name == name] == []
+    with pytest.raises(docker.errors.NotFound):
+        engine.containers.get(rows[0].ref)
+
+
 def test_open_egress_gets_the_realms_network_and_run_code_none(make_realm, engine):
     rid = make_realm().realm_id
     probe = (
