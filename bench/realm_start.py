@@ -7,12 +7,13 @@ kickoff that mentions everyone. For each realm it measures, from the start of
 provisioning:
 
 * ``connected``: every agent's runtime has traced ``connected`` (its MCP sessions are open
-  and its first bus sync is done), the issue's definition of started;
+  and its first bus sync is done): what counts as started;
 * ``answered``: every agent's first model call has been metered by the gateway (so it also
   received the kickoff and called the model);
 
-and the resident memory of the agent runtimes and the CPU time each used (unlike wall
-time, CPU time does not depend on how busy the machine is). Sizes below 20 run
+and the resident memory of each agent's sandbox (its runtime and the sandbox's own
+processes) and the CPU time each runtime used (unlike wall time, CPU time does not
+depend on how busy the machine is). Sizes below 20 run
 ``--repeat`` times and report the median; the table lists every run. Then it runs
 ``examples/toolcheck`` until ``ping``'s first request and reports that request's prompt
 tokens. The last line is one JSON object with ``start_s_<N>`` (connected),
@@ -111,16 +112,17 @@ def _cpu_s(pid: int) -> float:
 
 
 def _runtime_usage(realm_id: str) -> tuple[float, float]:
-    """Mean over agents of the RSS (MB) and CPU seconds of the runtime, the largest
-    process in each sandbox. CPU time does not depend on how busy the machine is."""
+    """Mean over agents of the RSS (MB) of the whole sandbox (the runtime and the
+    sandbox's own processes) and of the CPU seconds of the runtime, the largest process
+    in it. CPU time does not depend on how busy the machine is."""
     from realms.forge.models import Sandbox
 
     rss, cpu = [], []
     for row in Sandbox.objects.filter(realm_id=realm_id, state=Sandbox.State.RUNNING):
         if row.pid:
-            runtime = max(_tree(row.pid), key=_rss_kb)
-            rss.append(_rss_kb(runtime) / 1024)
-            cpu.append(_cpu_s(runtime))
+            tree = _tree(row.pid)
+            rss.append(sum(_rss_kb(pid) for pid in tree) / 1024)
+            cpu.append(_cpu_s(max(tree, key=_rss_kb)))
     if not rss:
         return 0.0, 0.0
     return sum(rss) / len(rss), sum(cpu) / len(cpu)
