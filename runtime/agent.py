@@ -128,9 +128,14 @@ class Agent:
             self._timers.append(asyncio.create_task(self._announce_connected(self.bus)))
 
     async def _announce_connected(self, bus: Bus) -> None:
-        """Trace ``connected`` once the MCP sessions are open and the bus has synced."""
+        """Trace ``connected`` once the bus has synced (setup opened the MCP sessions
+        before; any that are down are named)."""
         await bus.wait_connected()
-        self.trace.emit("connected", setup_ms=round((time.monotonic() - self._created) * 1000))
+        self.trace.emit(
+            "connected",
+            setup_ms=round((time.monotonic() - self._created) * 1000),
+            mcp_down=[name for name, server in self.hub.servers.items() if server.state != "up"],
+        )
 
     def _take_pending(self) -> list[IncomingEvent]:
         batch: list[IncomingEvent] = []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -95,6 +97,13 @@ async def test_gating_dm_replies_and_batching(tmp_path, provider, homeserver, re
         provider.script = [reply("")]
         await until(lambda: len(provider.requests) == 1)
         await until(lambda: agent.idle.is_set())
+        # Connected (bus synced; no MCP server configured here, so none is down) is traced
+        # once, after run_start.
+        records = [json.loads(line) for line in Path(config.trace_path).read_text().splitlines()]
+        types = [r["type"] for r in records]
+        assert types.count("connected") == 1 and types.index("connected") > types.index("run_start")
+        connected = records[types.index("connected")]["data"]
+        assert connected["mcp_down"] == [] and 0 <= connected["setup_ms"] < 30_000
 
         # 1. Not mentioned in the Commons: a gated participant never receives it.
         bob.send(commons, "chatter nobody needs to answer")
