@@ -11,7 +11,6 @@ the file under another name and renames it into place, so its appearance means i
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import time
@@ -19,9 +18,6 @@ from pathlib import Path
 
 # httpx loads its command-line tool (click, rich, pygments) whenever those happen to be
 # installed; a ``None`` entry makes that optional import fail fast, which httpx expects.
-# pydantic scans every installed distribution for plugins when the first model is built; the
-# runtime uses none, and the scan is a noticeable share of start-up in a large environment.
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 if "httpx" not in sys.modules:
     sys.modules["httpx._main"] = None  # type: ignore[assignment]
 

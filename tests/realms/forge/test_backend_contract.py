@@ -128,6 +128,9 @@ def _lock_closure(lock: dict[str, Any], roots: list[str]) -> dict[str, str]:
     return found
 
 
+RUNTIME_DEPENDENCIES = {"httpx", "jinja2", "jsonschema"}
+
+
 def test_agent_image_pins_are_the_locked_closure(repo_root):
     """deploy/agent-requirements.txt is installed with --no-deps: it must be exactly the
     runtime's dependencies and theirs, at uv.lock's versions."""
@@ -137,8 +140,8 @@ def test_agent_image_pins_are_the_locked_closure(repo_root):
         if line.strip() and not line.startswith("#"):
             name, version = line.split("==")
             pins[canonicalize_name(name)] = version.strip()
-    assert pins == _lock_closure(lock, ["httpx", "pydantic", "jinja2", "jsonschema"])
-    # And those four are what the runtime imports from outside the standard library.
+    assert pins == _lock_closure(lock, sorted(RUNTIME_DEPENDENCIES))
+    # And those are what the runtime imports from outside the standard library.
     imported: set[str] = set()
     for path in (repo_root / "runtime").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -147,7 +150,7 @@ def test_agent_image_pins_are_the_locked_closure(repo_root):
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.split(".")[0])
     third_party = {m for m in imported if m not in sys.stdlib_module_names and m != "runtime"}
-    assert third_party == {"httpx", "pydantic", "jinja2", "jsonschema"}
+    assert third_party == RUNTIME_DEPENDENCIES
 
 
 def test_unknown_backend_is_refused():
