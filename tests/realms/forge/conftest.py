@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
+from django.db import connection
 
 from realms.forge import layout
 from realms.forge.models import Sandbox
@@ -109,3 +112,37 @@ def processes_of(uid: int, expect: int, timeout: float = 5.0) -> list[int]:
         if len(found) <= expect or time.monotonic() >= deadline:
             return found
         time.sleep(0.05)
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP port on 127.0.0.1 that accepts: a sandbox reaching it would be a leak."""
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    yield server.getsockname()[1]
+    server.close()
+
+
+def escape_targets(realm_id: str, port: int, needle: str = "sk-virtual") -> dict[str, object]:
+    """What the escape probes (probes.ESCAPES) must fail to reach: the listener, another
+    agent's home and birth config, the keystore, the database, BEARPIT_HOME."""
+    home = Path(settings.BEARPIT_HOME)
+    keystore = home / "keystore.key"
+    if not keystore.exists():
+        keystore.write_text("keystore-secret-material")
+        keystore.chmod(0o600)
+    return {
+        "port": port,
+        "other": [
+            str(layout.home_dir(realm_id, "bravo")),
+            str(layout.home_dir(realm_id, "bravo") / ".bearpit" / "birth.json"),
+            "/home/bravo",
+        ],
+        "keystore": str(keystore),
+        "database": str(connection.settings_dict["NAME"]),
+        "bearpit_home": str(home),
+        "needle": needle,
+        "pids": [],
+    }

@@ -4,17 +4,13 @@ agent image built from deploy/ (tests/fixtures/podman.py provides both)."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
-from django.conf import settings
-from django.db import connection
 
 from realms.forge import layout
 from realms.forge.backends.docker import DockerBackend, container_name, network_name
@@ -34,7 +30,13 @@ from realms.forge.services import (
     stop_agent_sandbox,
 )
 from realms.models import Realm
-from tests.realms.forge.conftest import SMALL, script_request, start, wait_for_file
+from tests.realms.forge.conftest import (
+    SMALL,
+    escape_targets,
+    script_request,
+    start,
+    wait_for_file,
+)
 from tests.realms.forge.probes import DISK_FILL, ESCAPES, FORK_BOMB, MEMORY_HOG
 
 # func_only: the session's image build (minutes, once) is not charged to a test.
@@ -58,16 +60,6 @@ def engine(podman_url: str) -> Iterator[Any]:
     client = docker.DockerClient(base_url=podman_url)
     yield client
     client.close()
-
-
-@pytest.fixture
-def listener() -> Iterator[int]:
-    server = socket.socket()
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    yield server.getsockname()[1]
-    server.close()
 
 
 def _row(realm_id: str, agent_id: str) -> Sandbox:
@@ -188,32 +180,11 @@ def gateway() -> Iterator[None]:
     server.stop()
 
 
-def _targets(realm_id: str, port: int) -> dict[str, object]:
-    home = Path(settings.BEARPIT_HOME)
-    keystore = home / "keystore.key"
-    if not keystore.exists():
-        keystore.write_text("keystore-secret-material")
-        keystore.chmod(0o600)
-    return {
-        "port": port,
-        "other": [
-            str(layout.home_dir(realm_id, "bravo")),
-            str(layout.home_dir(realm_id, "bravo") / ".bearpit" / "birth.json"),
-            "/home/bravo",
-        ],
-        "keystore": str(keystore),
-        "database": str(connection.settings_dict["NAME"]),
-        "bearpit_home": str(home),
-        "needle": "sk-virtual",
-        "pids": [],
-    }
-
-
 def test_the_container_holds_the_agent_down(make_realm, listener, gateway, engine):
     """As the agent's uid, no capabilities, read-only root, no network, only its own
     home; the platform sockets reachable but read-only."""
     rid = make_realm().realm_id
-    probe = script_request("alpha", HOLD_PROBE, json.dumps(_targets(rid, listener)))
+    probe = script_request("alpha", HOLD_PROBE, json.dumps(escape_targets(rid, listener)))
     rows = start(rid, [probe, script_request("bravo", SLEEPER)])
     uid, gid = rows[0].host_uid, rows[0].host_gid
     result = json.loads(wait_for_file(layout.home_dir(rid, "alpha") / "result.json"))

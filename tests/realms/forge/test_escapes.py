@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from realms.forge import cgroups, layout, procs
 from realms.forge.runcode import run_code
 from tests.realms.forge.conftest import (
     SMALL,
+    escape_targets,
     processes_of,
     script_request,
     start,
@@ -52,41 +50,10 @@ time.sleep(300)
 )
 
 
-@pytest.fixture
-def listener() -> Iterator[int]:
-    server = socket.socket()
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    yield server.getsockname()[1]
-    server.close()
-
-
-def _targets(realm_id: str, port: int, needle: str) -> dict[str, object]:
-    home = Path(settings.BEARPIT_HOME)
-    keystore = home / "keystore.key"
-    if not keystore.exists():
-        keystore.write_text("keystore-secret-material")
-        keystore.chmod(0o600)
-    return {
-        "port": port,
-        "other": [
-            str(layout.home_dir(realm_id, "bravo")),
-            str(layout.home_dir(realm_id, "bravo") / ".bearpit" / "birth.json"),
-            "/home/bravo",
-        ],
-        "keystore": str(keystore),
-        "database": str(connection.settings_dict["NAME"]),
-        "bearpit_home": str(home),
-        "needle": needle,
-        "pids": [],
-    }
-
-
 def test_runtime_uid_cannot_escape_and_caps_hold(make_realm, listener):
     realm = make_realm()
     rid = realm.realm_id
-    targets = _targets(rid, listener, "sk-virtual")
+    targets = escape_targets(rid, listener, "sk-virtual")
     targets_arg = json.dumps(targets)
     script = (
         RUNTIME_PROBE.replace("child(DISK_FILL)", f"child({DISK_FILL!r})")
@@ -152,7 +119,7 @@ def test_run_code_cannot_escape(make_realm, listener):
         ],
     )
     runtime_pids = procs.descendants(rows[0].pid)
-    targets = _targets(rid, listener, "sk-virtual")
+    targets = escape_targets(rid, listener, "sk-virtual")
     targets["pids"] = [str(p) for p in runtime_pids]
     code = ESCAPES + f"\nprint(json.dumps(escapes({json.dumps(targets)})))\n"
     result = run_code(rid, "alpha", code, timeout=30)
