@@ -112,8 +112,12 @@ def leftover_pids(home: Path) -> list[int]:
     return with_descendants(list(_pids_mentioning(str(home))))
 
 
-def stop_everything(home: Path) -> None:
-    """Stop every process that still names the home (homeserver, sandboxes)."""
+def stop_everything(home: Path, *procs: subprocess.Popen[bytes] | None) -> None:
+    """Kill the test's own ``pit`` processes that are still running, then stop every
+    process that still names the home (homeserver, sandboxes)."""
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
     for sig in (signal.SIGTERM, signal.SIGKILL):
         pids = leftover_pids(home)
         if not pids:

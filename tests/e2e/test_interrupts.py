@@ -42,9 +42,7 @@ def test_ctrl_c_concludes_manual_and_still_reports(tmp_path: Path) -> None:
         code = proc.wait(timeout=60)
         left = leftover_pids(home)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        stop_everything(home)
+        stop_everything(home, proc)
     out = log.read_text(encoding="utf-8")
     assert code == 0, out
     assert "concluding: manual — interrupted by the operator (Ctrl-C)" in out
@@ -72,10 +70,7 @@ def test_kill_9_mid_realm_then_restart_resumes_to_the_verdict(tmp_path: Path) ->
         second = start_pit(["pit_up", str(package), "--realm", realm_id.group(1)], env, second_log)
         code = second.wait(timeout=120)
     finally:
-        for proc in (first, second):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-        stop_everything(home)
+        stop_everything(home, first, second)
     out = second_log.read_text(encoding="utf-8")
     assert code == 0, out
     assert f"recover: {realm_id.group(1)} resumed" in out
@@ -112,10 +107,7 @@ def test_restart_with_sandboxes_gone_concludes_interrupted(tmp_path: Path) -> No
         second = start_pit(["pit_up", str(package), "--realm", realm_id], env, second_log)
         code = second.wait(timeout=90)
     finally:
-        for proc in (first, second):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-        stop_everything(home)
+        stop_everything(home, first, second)
     out = second_log.read_text(encoding="utf-8")
     assert code == 0, out
     assert f"recover: {realm_id} interrupted" in out

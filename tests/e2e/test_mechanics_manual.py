@@ -48,9 +48,7 @@ def test_pit_stop_concludes_a_running_realm_as_manual(tmp_path: Path) -> None:
         code = proc.wait(timeout=60)
         left = leftover_pids(home)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        stop_everything(home)
+        stop_everything(home, proc)
     out = log.read_text(encoding="utf-8")
     assert code == 0, out
     assert "concluding: manual — stop requested by the operator" in out

@@ -102,9 +102,7 @@ def run_realm(tmp_path: Path, package: str, *, timeout: float = 120, **env: str)
         code = proc.wait(timeout=timeout)
         left = leftover_pids(home)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        stop_everything(home)
+        stop_everything(home, proc)
     out = log.read_text(encoding="utf-8", errors="replace")
     assert code == 0, out
     return RealmRun(code, out, read_chronicle(home), home, time.monotonic() - began, left)

@@ -27,9 +27,7 @@ def test_pit_up_runs_toolcheck_to_the_verdict(tmp_path: Path) -> None:
         code = proc.wait(timeout=120)
         left = leftover_pids(home)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        stop_everything(home)
+        stop_everything(home, proc)
     took = time.monotonic() - began
     out = log.read_text(encoding="utf-8")
     assert code == 0, out
