@@ -13,6 +13,7 @@ from runtime.prompt import IncomingEvent, envelope, system_prompt
 from runtime.prompts import render
 from runtime.tools import object_schema
 from tests.runtime.conftest import birth
+from tests.runtime.tools_for_tests import toolcheck_turn_wake
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -79,19 +80,7 @@ def test_toolcheck_players_first_request_fits_in_3000_tokens(tmp_path):
         }
         for name, (params, description) in PLAYER_TOOLS.items()
     ]
-    first_event = envelope(
-        [
-            IncomingEvent(
-                "message",
-                "system",
-                "Commons",
-                "!c:x",
-                "@pong it is your turn. Conversation so far: [umpire] Round R1 starts. "
-                "First word: blue. [ping] blue -> red",
-                "2026-01-01 10:00:00 UTC",
-            )
-        ]
-    )
+    first_event = toolcheck_turn_wake()
     request = json.dumps(
         {
             "messages": [

@@ -13,10 +13,11 @@ from realms.realmtools.identity import mint_token
 from runtime.birth import PromptInputs, RosterEntry
 from runtime.loop import Termination
 from runtime.mcp_client import McpHub
-from runtime.prompt import IncomingEvent, envelope, system_prompt
+from runtime.prompt import system_prompt
 from tests.realms.realmtools.conftest import RealmMaker, realms, server  # noqa: F401
 from tests.runtime.conftest import birth, make_loop
 from tests.runtime.provider import call, reply
+from tests.runtime.tools_for_tests import toolcheck_turn_wake
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
@@ -121,19 +122,7 @@ async def test_toolcheck_players_first_request_with_the_real_tools(tmp_path, pro
     assert "submit_sealed" in loop.registry.names()
     assert "reveal" not in loop.registry.names()  # the server hides referee tools
     prompt = system_prompt(config, loop.registry.names(), [])
-    wake = envelope(
-        [
-            IncomingEvent(
-                "message",
-                "system",
-                "Commons",
-                "!c:x",
-                "@pong it is your turn. Conversation so far: [umpire] Round R1 starts. "
-                "First word: blue. [ping] blue -> red",
-                "2026-01-01 10:00:00 UTC",
-            )
-        ]
-    )
+    wake = toolcheck_turn_wake()
     request = json.dumps(
         {
             "messages": [{"role": "system", "content": prompt}, {"role": "user", "content": wake}],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from runtime.prompt import IncomingEvent, envelope
 from runtime.tools import ToolDefinition, object_schema
 
 
@@ -44,3 +45,20 @@ SLOW = ToolDefinition(
 BOOM = ToolDefinition("boom", "Always fails.", object_schema({}, []), _boom)
 ALL = [ECHO, BIG, SLOW, BOOM]
 ALLOW = [t.name for t in ALL]
+
+
+def toolcheck_turn_wake() -> str:
+    """The envelope of pong's first wake in toolcheck: the floor passed to it by the system."""
+    return envelope(
+        [
+            IncomingEvent(
+                "message",
+                "system",
+                "Commons",
+                "!c:x",
+                "@pong it is your turn. Conversation so far: [umpire] Round R1 starts. "
+                "First word: blue. [ping] blue -> red",
+                "2026-01-01 10:00:00 UTC",
+            )
+        ]
+    )

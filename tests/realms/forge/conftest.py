@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import connection
 
 from realms.forge import layout
+from realms.forge.command import runtime_argv
 from realms.forge.models import Sandbox
 from realms.forge.services import (
     AgentSandboxRequest,
@@ -82,6 +83,13 @@ def script_request(agent_id: str, script: str, *args: str) -> AgentSandboxReques
         birth_config=birth_config(agent_id),
         resources={"probe.py": script},
         argv=[sys.executable, f"{layout.SANDBOX_HOME}/resources/probe.py", *args],
+    )
+
+
+def waiting_runtime(agent_id: str) -> AgentSandboxRequest:
+    """The real runtime, started before its birth config exists (as provisioning does)."""
+    return AgentSandboxRequest(
+        agent_id=agent_id, birth_config=None, argv=runtime_argv(await_birth_s=60)
     )
 
 

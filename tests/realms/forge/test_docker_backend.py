@@ -14,7 +14,6 @@ import pytest
 
 from realms.forge import layout
 from realms.forge.backends.docker import DockerBackend, container_name, network_name
-from realms.forge.command import runtime_argv
 from realms.forge.models import Sandbox
 from realms.forge.reap import reap
 from realms.forge.runcode import run_code
@@ -36,6 +35,7 @@ from tests.realms.forge.conftest import (
     script_request,
     start,
     wait_for_file,
+    waiting_runtime,
 )
 from tests.realms.forge.probes import DISK_FILL, ESCAPES, FORK_BOMB, MEMORY_HOG
 
@@ -113,10 +113,7 @@ def test_the_runtime_starts_in_a_container_with_its_birth_config(make_realm):
 
 def test_a_runtime_started_early_waits_for_its_delivered_birth_config(make_realm):
     rid = make_realm().realm_id
-    request = AgentSandboxRequest(
-        agent_id="alpha", birth_config=None, argv=runtime_argv(await_birth_s=60)
-    )
-    rows = start(rid, [request])
+    rows = start(rid, [waiting_runtime("alpha")])
     birth = layout.birth_path(rid, "alpha")
     time.sleep(1.5)
     assert sandbox_alive(rid, "alpha"), "it must wait"

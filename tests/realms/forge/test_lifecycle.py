@@ -15,7 +15,6 @@ import pytest
 from django.db import connection
 
 from realms.forge import cgroups, layout, procs
-from realms.forge.command import runtime_argv
 from realms.forge.models import Sandbox
 from realms.forge.outputs import capture_outputs
 from realms.forge.reap import reap
@@ -37,6 +36,7 @@ from tests.realms.forge.conftest import (
     script_request,
     start,
     wait_for_file,
+    waiting_runtime,
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
@@ -317,10 +317,7 @@ def test_a_runtime_started_early_waits_for_its_delivered_birth_config(make_realm
     """Provisioning starts runtimes before the bus exists; each loads its code and waits
     until ``deliver_birth`` renames its config into place (0600, the agent's own)."""
     rid = make_realm().realm_id
-    request = AgentSandboxRequest(
-        agent_id="alpha", birth_config=None, argv=runtime_argv(await_birth_s=60)
-    )
-    rows = start(rid, [request])
+    rows = start(rid, [waiting_runtime("alpha")])
     birth = layout.birth_path(rid, "alpha")
     time.sleep(1.5)
     assert procs.is_same_process(rows[0].pid, rows[0].pid_start_time), "it must wait"
