@@ -59,7 +59,7 @@ class Agent:
         self.turns: list[TurnResult] = []
         self._queue: asyncio.Queue[IncomingEvent] = asyncio.Queue()
         self._reply_room: str | None = None
-        self._timers: list[asyncio.Task[None]] = []
+        self._background: list[asyncio.Task[None]] = []  # timers, the connected announcer
         self.idle = asyncio.Event()
         self._wake = asyncio.Event()
         self._created = time.monotonic()
@@ -123,9 +123,9 @@ class Agent:
             resumed_messages=resumed,
         )
         for timer in self.config.timers:
-            self._timers.append(asyncio.create_task(self._timer(timer.every_s, timer.message)))
+            self._background.append(asyncio.create_task(self._timer(timer.every_s, timer.message)))
         if self.bus is not None:
-            self._timers.append(asyncio.create_task(self._announce_connected(self.bus)))
+            self._background.append(asyncio.create_task(self._announce_connected(self.bus)))
 
     async def _announce_connected(self, bus: Bus) -> None:
         """Trace ``connected`` once the bus has synced (setup opened the MCP sessions
@@ -237,7 +237,7 @@ class Agent:
             await asyncio.sleep(0.05)
 
     async def close(self, reason: str) -> None:
-        for task in self._timers:
+        for task in self._background:
             task.cancel()
         if self.bus is not None:
             with contextlib.suppress(Exception):

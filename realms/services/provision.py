@@ -223,8 +223,6 @@ def provision_realm(realm_id: str) -> Realm | None:
     realm = claim_for_provisioning(realm_id)
     if realm is None:
         return None
-    # The runtime's bytecode (once per process) compiles while the bus is provisioned.
-    bytecode.start_compiling()
     sandboxes: _EarlySandboxes | None = None
     try:
         sandboxes = _EarlySandboxes(realm)

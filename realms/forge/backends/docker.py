@@ -236,19 +236,10 @@ class DockerBackend:
             except docker.errors.NotFound:
                 pass
             if spec.egress == Egress.OPEN:
-                self._remove_network(spec)
+                self.remove_network(network_name(spec))
         except (SandboxError, docker.errors.DockerException, OSError) as exc:
             log.warning("releasing the container of %s/%s: %s", spec.realm_id, spec.agent_id, exc)
         host.release_agent(spec)
-
-    def _remove_network(self, spec: SandboxSpec) -> None:
-        """The realm's network goes with its last container; while another agent of the
-        realm still uses it, the engine refuses and it stays."""
-        import docker
-
-        for network in self._networks_named(network_name(spec)):
-            with contextlib.suppress(docker.errors.APIError):
-                network.remove()
 
     def orphans(self, live: set[tuple[str, str]]) -> list[str]:
         """Containers of this installation whose (realm, agent) is not live."""
@@ -276,12 +267,13 @@ class DockerBackend:
         )
 
     def remove_network(self, name: str) -> None:
+        """A realm's network goes with its last container; while a container still uses
+        it, the engine refuses and it stays."""
         import docker
 
-        for network in self.client.networks.list(names=[name]):
-            if network.name == name:
-                with contextlib.suppress(docker.errors.APIError):
-                    network.remove()
+        for network in self._networks_named(name):
+            with contextlib.suppress(docker.errors.APIError):
+                network.remove()
 
     def remove_container(self, name: str) -> None:
         with contextlib.suppress(Exception):
