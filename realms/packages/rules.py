@@ -343,10 +343,15 @@ def _tool_rules(project: Project, manifest: str, roster: list[str], found: Findi
     for name, config in project.spec.tools.items():
         base = f"spec.tools.{name}"
         if name not in granted:
-            found.errors.append(
-                problem(manifest, base, f"configures {name}, but no agent is granted it")
+            # The reference format loads such a package: the configuration is inert, so it
+            # is worth a word to the author but no reason to refuse the package.
+            found.warnings.append(
+                PackageWarning(
+                    manifest,
+                    base,
+                    f"configures {name}, but no agent is granted it; the configuration is unused",
+                )
             )
-            continue
         tool = GRANTABLE_TOOLS.get(name)
         if tool is None:
             continue

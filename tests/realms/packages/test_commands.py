@@ -46,6 +46,16 @@ def test_validate_shows_machine_tools_and_memory_note(tmp_path):
     assert "Memory: persistent memory is not supported; solo start fresh" in out
 
 
+def test_validate_warns_about_a_configured_tool_nobody_holds():
+    out, _ = run("pit_validate", str(COMPAT / "market-scan-duel"))
+    lines = out.splitlines()
+    assert (
+        "warning: project.json: spec.tools.web_fetch: configures web_fetch, but no agent is "
+        "granted it; the configuration is unused"
+    ) in lines
+    assert lines[-1] == "OK"
+
+
 def test_validate_lists_every_error_and_fails(tmp_path):
     root = write_package(
         tmp_path / "pkg",
