@@ -31,7 +31,15 @@ from realms.herald.config import HomeserverConfig, write_config
 
 
 class HomeserverError(Exception):
-    """The homeserver could not be started or reached."""
+    """The homeserver could not be started or reached.
+
+    ``summary`` is one line that says what went wrong and what to do about it; the
+    message itself may carry the end of the homeserver's logs as well.
+    """
+
+    def __init__(self, message: str, summary: str | None = None) -> None:
+        super().__init__(message)
+        self.summary = summary or message.splitlines()[0]
 
 
 def free_port() -> int:
@@ -156,7 +164,7 @@ def running_homeserver(config: HomeserverConfig) -> HomeserverHandle | None:
     try:
         pid_text, port_text = config.pid_path.read_text(encoding="utf-8").split()
         pid, port = int(pid_text), int(port_text)
-    except (FileNotFoundError, ValueError):
+    except (OSError, ValueError):  # none yet, or a home the start will say is unusable
         return None
     if not _pid_alive(pid) or not healthy(config.socket_path):
         return None
@@ -194,7 +202,13 @@ def start_homeserver(
     if config.port == 0:
         config = replace(config, port=free_port())
     check_port(config.port)
-    write_config(config)
+    try:
+        write_config(config)
+    except OSError as exc:
+        raise HomeserverError(
+            f"cannot write the homeserver's files under {config.data_dir}: "
+            f"{exc.strerror or exc}; make it a folder this user can write"
+        ) from exc
     prepare_database(config)
     with contextlib.suppress(FileNotFoundError):
         config.socket_path.unlink()  # a stale socket from a crash blocks the listener
@@ -227,7 +241,11 @@ def _wait_healthy(handle: HomeserverHandle, poll: Callable[[], int | None], time
             raise HomeserverError(
                 f"the homeserver exited with status {code} during start-up "
                 f"(config {config.config_path}). Last lines of its logs:\n"
-                f"{_tail(config.stderr_path)}\n{_tail(config.log_path)}".rstrip()
+                f"{_tail(config.stderr_path)}\n{_tail(config.log_path)}".rstrip(),
+                summary=(
+                    f"the homeserver exited during start-up: {_last_words(config)}; fix what "
+                    f"it names under {config.data_dir} (its log: {config.stderr_path})"
+                ),
             )
         if healthy(config.socket_path, timeout=1.0):
             return
@@ -236,8 +254,21 @@ def _wait_healthy(handle: HomeserverHandle, poll: Callable[[], int | None], time
     raise HomeserverError(
         f"the homeserver did not become healthy within {timeout:.0f} s "
         f"(config {config.config_path}). Last lines of its logs:\n"
-        f"{_tail(config.stderr_path)}\n{_tail(config.log_path)}".rstrip()
+        f"{_tail(config.stderr_path)}\n{_tail(config.log_path)}".rstrip(),
+        summary=(
+            f"the homeserver did not answer within {timeout:.0f} s: read its log "
+            f"{config.log_path} for the cause"
+        ),
     )
+
+
+def _last_words(config: HomeserverConfig) -> str:
+    """The last thing the homeserver said before it exited, as one line."""
+    for path in (config.stderr_path, config.log_path):
+        lines = [line.strip() for line in _tail(path).splitlines() if line.strip()]
+        if lines:
+            return lines[-1]
+    return "it wrote nothing"
 
 
 def _external(config: HomeserverConfig, url: str) -> HomeserverHandle:

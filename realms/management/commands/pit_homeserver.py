@@ -7,16 +7,12 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+import psycopg
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from realms.herald.config import HomeserverConfig, write_config
-from realms.herald.homeserver import (
-    HomeserverError,
-    check_port,
-    free_port,
-    prepare_database,
-    running_homeserver,
-)
+from realms.herald.homeserver import free_port, prepare_database, running_homeserver
+from realms.preflight import PreflightError, check_port_free
 
 
 class Command(BaseCommand):
@@ -50,11 +46,20 @@ class Command(BaseCommand):
         if config.port == 0:
             config = replace(config, port=free_port())
         try:
-            check_port(config.port)
-            write_config(config)
-            prepare_database(config)
-        except (HomeserverError, OSError) as exc:
+            check_port_free(config.port, "BEARPIT_MATRIX_PORT", "the homeserver needs it")
+        except PreflightError as exc:
             raise CommandError(str(exc)) from exc
+        try:
+            write_config(config)
+        except OSError as exc:
+            raise CommandError(
+                f"cannot write the homeserver's files under {config.data_dir}: "
+                f"{exc.strerror or exc}; make it a folder this user can write"
+            ) from exc
+        try:
+            prepare_database(config)
+        except (OSError, psycopg.Error) as exc:
+            raise CommandError(f"cannot prepare the homeserver's database: {exc}") from exc
         config.socket_path.unlink(missing_ok=True)
         # exec keeps the pid, so the pidfile written now names the homeserver itself.
         config.pid_path.write_text(f"{os.getpid()} {config.port}\n", encoding="utf-8")

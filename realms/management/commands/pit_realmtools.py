@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from realms.preflight import PreflightError, check_port_free
 from realms.realmtools.server import RealmtoolsServer, default_socket_path
 
 
@@ -28,6 +29,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["socket"] or default_socket_path()
         logging.getLogger("realms.realmtools.audit").setLevel(logging.INFO)
+        if options["port"]:
+            try:
+                check_port_free(options["port"], "--port", "realmtools was asked to listen there")
+            except PreflightError as exc:
+                raise CommandError(str(exc)) from exc
         server = RealmtoolsServer(uds_path=path, port=options["port"])
         self.stdout.write(f"realmtools: serving {path}")
         try:

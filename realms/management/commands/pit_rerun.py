@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from realms.models import Realm
+from realms.preflight import PreflightError, start_embedded_platform
 from realms.services import follow
 from realms.services.embedded import EmbeddedPlatform
 from realms.services.launch import LaunchError
@@ -35,7 +36,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         platform = EmbeddedPlatform(self.say)
         try:
-            platform.start()
+            try:
+                start_embedded_platform(platform)
+            except PreflightError as exc:
+                raise CommandError(str(exc)) from exc
             try:
                 realm = rerun_realm(
                     options["realm"],

@@ -11,6 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from realms.models import Realm
+from realms.preflight import PreflightError, start_embedded_platform
 from realms.services import follow
 from realms.services.conclude import interrupt_realm
 from realms.services.embedded import EmbeddedPlatform
@@ -65,7 +66,13 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, _interrupt)
         self._launched: str | None = None
         try:
-            platform.start()
+            try:
+                start_embedded_platform(platform)
+            except PreflightError as exc:
+                raise CommandError(str(exc)) from exc
+            except KeyboardInterrupt:
+                self.say("interrupted before a realm was launched")
+                return
             try:
                 realm_id = self._launch_or_resume(path, options)
             except KeyboardInterrupt:
