@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,39 @@ def test_ctrl_c_concludes_manual_and_still_reports(tmp_path: Path) -> None:
     assert chron.lifecycle() == ["provisioning", "running", "concluding", "archived"]
     assert chron.kinds("lifecycle")[2]["reason"] == "manual"
     assert left == []
+
+
+def mounts_under(home: Path) -> list[str]:
+    with open("/proc/self/mounts", encoding="utf-8") as mounts:
+        return [line for line in mounts if str(home) in line]
+
+
+def test_sigterm_three_times_concludes_once_as_manual(tmp_path: Path) -> None:
+    # timeout, process managers and uv run send SIGTERM more than once: the second must
+    # not cut short the conclusion the first began.
+    package = toolcheck_copy(tmp_path, 'idle: ""\nsteps: []\n')
+    home, log = tmp_path / "home", tmp_path / "up.log"
+    proc = start_pit(["pit_up", str(package)], pit_env(home), log)
+    try:
+        wait_for_line(log, "running: ", proc, timeout=90)
+        for _ in range(3):
+            os.kill(proc.pid, signal.SIGTERM)
+            time.sleep(0.3)
+        code = proc.wait(timeout=60)
+        left, mounted = leftover_pids(home), mounts_under(home)
+    finally:
+        stop_everything(home, proc)
+    out = log.read_text(encoding="utf-8")
+    assert code == 0, out
+    assert "Traceback" not in out
+    assert out.count("concluding: manual — interrupted by the operator (Ctrl-C)") == 1, out
+    assert "**Concluded:** manual — interrupted by the operator (Ctrl-C)" in out
+    chron = read_chronicle(home)
+    assert [r["state"] for r in chron.realms] == ["archived"]
+    assert chron.lifecycle() == ["provisioning", "running", "concluding", "archived"]
+    assert chron.kinds("lifecycle")[2]["reason"] == "manual"
+    assert left == []
+    assert mounted == []
 
 
 def test_kill_9_mid_realm_then_restart_resumes_to_the_verdict(tmp_path: Path) -> None:

@@ -29,8 +29,27 @@ def parse_params(items: list[str]) -> dict[str, str]:
     return values
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+class _Interrupts:
+    """SIGINT and SIGTERM end the realm the way Ctrl-C does: concluded, reported, cleaned
+    up. Only the first one interrupts; later ones (``timeout``, process managers and
+    ``uv run`` send more than one) must not break off the clean-up it started."""
+
+    def __init__(self) -> None:
+        self.received = 0
+
+    def install(self) -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._handle)
+
+    def hold(self) -> None:
+        """From now on signals interrupt nothing: the realm is over, and what is left
+        (the report, stopping the platform) must run to its end."""
+        self.received = max(self.received, 1)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.received += 1
+        if self.received == 1:
+            raise KeyboardInterrupt
 
 
 class Command(BaseCommand):
@@ -62,8 +81,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["path"])
         platform = EmbeddedPlatform(self.say)
-        # SIGTERM ends the realm the way Ctrl-C does: concluded, reported, cleaned up.
-        signal.signal(signal.SIGTERM, _interrupt)
+        interrupts = _Interrupts()
+        interrupts.install()
         self._launched: str | None = None
         try:
             try:
@@ -81,9 +100,11 @@ class Command(BaseCommand):
             if realm_id is None:
                 return
             follow.run_to_end(realm_id, self.say)
+            interrupts.hold()
             self.stdout.write("")
             self.stdout.write(follow.report(realm_id))
         finally:
+            interrupts.hold()
             platform.stop()
 
     def _interrupted_early(self) -> None:
