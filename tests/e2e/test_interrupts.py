@@ -6,11 +6,13 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.commons import CommonsSender, assert_exactly_once, wait_until
 from tests.e2e.pitrun import (
     REPO,
     leftover_pids,
@@ -87,30 +89,68 @@ def test_sigterm_three_times_concludes_once_as_manual(tmp_path: Path) -> None:
     assert mounted == []
 
 
+def commons_room(home: Path, realm_id: str) -> str:
+    db = sqlite3.connect(home / "bearpit.sqlite3")
+    try:
+        row = db.execute(
+            "SELECT commons_room_id FROM herald_busrealm WHERE realm_id = ?", (realm_id,)
+        ).fetchone()
+    finally:
+        db.close()
+    assert row is not None and row[0], f"no Commons for {realm_id}"
+    return str(row[0])
+
+
+def under_way(home: Path, realm_id: str, sender: CommonsSender) -> bool:
+    """An agent has spoken, a turn was granted, and the sender's posts are being
+    chronicled: the realm is really running, not just started."""
+    chron = read_chronicle(home, realm_id)
+    spoke = any(agent for agent, _body, _event in chron.messages)
+    granted = any("event" not in t for t in chron.kinds("turn"))
+    mirrored = sum(1 for _a, _b, event in chron.messages if event in sender.acked)
+    return spoke and granted and mirrored >= 5
+
+
+# The kill lands in ping's turn: its model call fails while the gateway is down, and the
+# realm waits for the Warden's silence re-announce (~50 s) before ping tries again.
+@pytest.mark.timeout(300)
 def test_kill_9_mid_realm_then_restart_resumes_to_the_verdict(tmp_path: Path) -> None:
     package = toolcheck_copy(tmp_path)
     home = tmp_path / "home"
     env = pit_env(home)
     first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
     first = start_pit(["pit_up", str(package)], env, first_log)
-    second = None
+    second = sender = None
     try:
         text = wait_for_line(first_log, "provision: 3 agents started", first, timeout=90)
-        realm_id = re.search(r"provision: realm (\S+)", text)
-        assert realm_id is not None
+        match = re.search(r"provision: realm (\S+)", text)
+        assert match is not None
+        realm_id = match.group(1)
+        sender = CommonsSender(home, commons_room(home, realm_id)).start()
+        wait_until(lambda: under_way(home, realm_id, sender), "the realm under way", 90)
+        at_kill = len(sender.acked)
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
-        assert read_chronicle(home).realms[0]["state"] == "running"
-        second = start_pit(["pit_up", str(package), "--realm", realm_id.group(1)], env, second_log)
-        code = second.wait(timeout=120)
+        killed = read_chronicle(home, realm_id)
+        assert killed.realms[0]["state"] == "running"
+        assert killed.kinds("verdict") == [], "the kill landed after the realm's end"
+        # Posts go on while nothing mirrors them: the homeserver must keep them.
+        sender.wait_acked(at_kill + 20, timeout=30)
+        second = start_pit(["pit_up", str(package), "--realm", realm_id], env, second_log)
+        wait_for_line(second_log, f"recover: {realm_id} resumed", second, timeout=90)
+        acked = sender.stop()
+        code = second.wait(timeout=180)
     finally:
+        if sender is not None:
+            sender.stop()
         stop_everything(home, first, second)
     out = second_log.read_text(encoding="utf-8")
     assert code == 0, out
-    assert f"recover: {realm_id.group(1)} resumed" in out
     assert "**Outcome:** ping wins the relay" in out
     chron = read_chronicle(home)
     assert chron.lifecycle() == ["provisioning", "running", "concluding", "archived"]
+    assert len(acked) > at_kill + 20
+    assert_exactly_once(acked, [(event, body) for _a, body, event in chron.messages])
     grants = [(t["round"], t["current"]) for t in chron.kinds("turn") if "event" not in t]
     assert len(grants) == len(set(grants)), grants
     assert grants[:2] == [(1, "ping"), (1, "pong")]
