@@ -1,6 +1,7 @@
 """Production shape: PostgreSQL, Redis, a Celery worker with beat, and every server as its
-own process. ``kill -9`` the worker mid-realm, start it again, and the realm resumes
-from the database and runs to the referee's verdict with nothing chronicled twice.
+own process. ``kill -9`` the worker mid-realm, while posts are going out, start it again,
+and the realm resumes from the database and runs to the referee's verdict with every
+acknowledged post chronicled once and nothing chronicled twice.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.e2e.commons import CommonsSender, assert_exactly_once
 from tests.e2e.pitrun import REPO, free_port, pit_env, stop_everything, with_descendants
 from tests.fixtures.postgres import fresh_database
 
@@ -105,6 +107,7 @@ def test_kill_9_the_worker_mid_realm_and_it_resumes(tmp_path: Path, database: st
         BEARPIT_MATRIX_PORT=str(free_port()),
     )
     stack = Stack(home, env, tmp_path)
+    sender: CommonsSender | None = None
     worker_argv = [
         sys.executable, "-m", "celery", "-A", "bearpit", "worker", "-B",
         "--concurrency", "2", "--loglevel", "INFO",
@@ -138,9 +141,46 @@ def test_kill_9_the_worker_mid_realm_and_it_resumes(tmp_path: Path, database: st
                 realm_id,
             )
 
-        _wait(lambda: len(grants()) >= 1, "the first grant", 150)
+        def commons() -> list[tuple[object, ...]]:
+            return _query(
+                database,
+                "SELECT commons_room_id FROM herald_busrealm "
+                "WHERE realm_id = %s AND commons_room_id != ''",
+                realm_id,
+            )
+
+        _wait(lambda: bool(commons()), "the realm's Commons", 150)
+        sender = CommonsSender(home, str(commons()[0][0])).start()
+
+        def under_way() -> bool:
+            """An agent has spoken, a turn was granted, and the sender's posts are being
+            chronicled: the worker dies mid-realm, not before it."""
+            said = _query(
+                database,
+                "SELECT sender_agent, matrix_event_id FROM chronicle_message WHERE realm_id = %s",
+                realm_id,
+            )
+            mirrored = sum(1 for _a, event in said if event in sender.acked)
+            return any(a for a, _e in said) and len(grants()) >= 1 and mirrored >= 5
+
+        _wait(under_way, "the realm under way", 150)
+        at_kill = len(sender.acked)
         stack.kill_worker()
+        verdicts_at_kill = _query(
+            database,
+            "SELECT count(*) FROM chronicle_event WHERE realm_id = %s AND kind = 'verdict'",
+            realm_id,
+        )
+        assert verdicts_at_kill[0][0] == 0, "the kill landed after the realm's end"
+        sender.wait_acked(at_kill + 20, timeout=30)  # posts go on while no worker runs
+
+        def recoveries() -> int:
+            return (tmp_path / "worker.log").read_text(errors="replace").count("recovered realms")
+
+        before = recoveries()
         stack.start("worker", worker_argv)
+        _wait(lambda: recoveries() > before, "the restarted worker's recovery", 90)
+        acked = sender.stop()
 
         def state() -> str:
             rows = _query(database, "SELECT state FROM realms_realm WHERE realm_id = %s", realm_id)
@@ -148,6 +188,8 @@ def test_kill_9_the_worker_mid_realm_and_it_resumes(tmp_path: Path, database: st
 
         _wait(lambda: state() in ("archived", "interrupted"), "the realm to end", 150)
     finally:
+        if sender is not None:
+            sender.stop()
         stack.stop_all()
         worker_log = (tmp_path / "worker.log").read_text(errors="replace")
         log_tail = worker_log[-3000:]
@@ -172,3 +214,9 @@ def test_kill_9_the_worker_mid_realm_and_it_resumes(tmp_path: Path, database: st
         realm_id, "%Welcome to the realm%",
     )  # fmt: skip
     assert kickoffs[0][0] == 1
+    assert len(acked) > at_kill + 20
+    chronicled = _query(
+        database, "SELECT matrix_event_id, body FROM chronicle_message WHERE realm_id = %s",
+        realm_id,
+    )  # fmt: skip
+    assert_exactly_once(acked, [(str(e), str(b)) for e, b in chronicled])
