@@ -128,7 +128,12 @@ def test_not_root(tmp_path: Path) -> None:
     try:
         os.chown(home, NOBODY, NOBODY)
         env = pit_env(home, HOME=str(home))
-        prefix = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--")
+        # Reading the checkout is allowed wherever it lives (a clone under root's 0700 home
+        # too); nothing else of root's is kept.
+        prefix = (
+            "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+            "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search", "--",
+        )  # fmt: skip
         done = run_pit_up(home, env, prefix)
         assert_refused(
             done,
