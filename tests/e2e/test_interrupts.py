@@ -111,6 +111,38 @@ def under_way(home: Path, realm_id: str, sender: CommonsSender) -> bool:
     return spoke and granted and mirrored >= 5
 
 
+def test_pit_rerun_sigterm_three_times_concludes_once_as_manual(tmp_path: Path) -> None:
+    package = toolcheck_copy(tmp_path, 'idle: ""\nsteps: []\n')
+    home = tmp_path / "home"
+    env = pit_env(home)
+    first_log, rerun_log = tmp_path / "up.log", tmp_path / "rerun.log"
+    first = start_pit(["pit_up", str(package), "--realm", "idle-one"], env, first_log)
+    rerun = None
+    try:
+        wait_for_line(first_log, "running: ", first, timeout=90)
+        os.kill(first.pid, signal.SIGINT)
+        assert first.wait(timeout=60) == 0, first_log.read_text(encoding="utf-8")
+        rerun = start_pit(["pit_rerun", "idle-one", "--as", "idle-two"], env, rerun_log)
+        wait_for_line(rerun_log, "running: ", rerun, timeout=90)
+        for _ in range(3):
+            os.kill(rerun.pid, signal.SIGTERM)
+            time.sleep(0.3)
+        code = rerun.wait(timeout=60)
+        left, mounted = leftover_pids(home), mounts_under(home)
+    finally:
+        stop_everything(home, first, rerun)
+    out = rerun_log.read_text(encoding="utf-8")
+    assert code == 0, out
+    assert "Traceback" not in out
+    assert out.count("concluding: manual — interrupted by the operator (Ctrl-C)") == 1, out
+    assert "**Concluded:** manual — interrupted by the operator (Ctrl-C)" in out
+    chron = read_chronicle(home, "idle-two")
+    assert chron.lifecycle() == ["provisioning", "running", "concluding", "archived"]
+    assert chron.kinds("lifecycle")[2]["reason"] == "manual"
+    assert left == []
+    assert mounted == []
+
+
 # The kill lands in ping's turn: its model call fails while the gateway is down, and the
 # realm waits for the Warden's silence re-announce (~50 s) before ping tries again.
 @pytest.mark.timeout(300)

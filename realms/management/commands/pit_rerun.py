@@ -6,9 +6,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from realms.management.interrupts import Interrupts
 from realms.models import Realm
 from realms.preflight import PreflightError, start_embedded_platform
 from realms.services import follow
+from realms.services.conclude import interrupt_realm
 from realms.services.embedded import EmbeddedPlatform
 from realms.services.launch import LaunchError
 from realms.services.rerun import rerun_realm
@@ -35,11 +37,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         platform = EmbeddedPlatform(self.say)
+        interrupts = Interrupts().install()
         try:
             try:
                 start_embedded_platform(platform)
             except PreflightError as exc:
                 raise CommandError(str(exc)) from exc
+            except KeyboardInterrupt:
+                self.say("interrupted before a realm was launched")
+                return
             try:
                 realm = rerun_realm(
                     options["realm"],
@@ -50,13 +56,22 @@ class Command(BaseCommand):
                 )
             except LaunchError as exc:
                 raise CommandError("rerun refused:\n  " + "\n  ".join(exc.problems)) from exc
+            except KeyboardInterrupt:
+                self.say("interrupted before a realm was launched")
+                return
             self.say(
                 f"validate: rerun of {options['realm']} ({options['mode']}) as {realm.realm_id}"
             )
-            state = follow.provision_and_start(realm.realm_id, self.say)
+            try:
+                state = follow.provision_and_start(realm.realm_id, self.say)
+            except KeyboardInterrupt:
+                interrupt_realm(realm.realm_id, "interrupted by the operator before the realm ran")
+                state = Realm.State.INTERRUPTED
             if state == Realm.State.RUNNING:
                 follow.run_to_end(realm.realm_id, self.say)
+            interrupts.hold()
             self.stdout.write("")
             self.stdout.write(follow.report(realm.realm_id))
         finally:
+            interrupts.hold()
             platform.stop()

@@ -3,13 +3,13 @@ the final report. On the embedded default it needs nothing running beforehand.""
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from realms.management.interrupts import Interrupts
 from realms.models import Realm
 from realms.preflight import PreflightError, start_embedded_platform
 from realms.services import follow
@@ -27,29 +27,6 @@ def parse_params(items: list[str]) -> dict[str, str]:
             raise CommandError(f"-p {item!r}: expected NAME=VALUE")
         values[name.strip()] = value
     return values
-
-
-class _Interrupts:
-    """SIGINT and SIGTERM end the realm the way Ctrl-C does: concluded, reported, cleaned
-    up. Only the first one interrupts; later ones (``timeout``, process managers and
-    ``uv run`` send more than one) must not break off the clean-up it started."""
-
-    def __init__(self) -> None:
-        self.received = 0
-
-    def install(self) -> None:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, self._handle)
-
-    def hold(self) -> None:
-        """From now on signals interrupt nothing: the realm is over, and what is left
-        (the report, stopping the platform) must run to its end."""
-        self.received = max(self.received, 1)
-
-    def _handle(self, signum: int, frame: object) -> None:
-        self.received += 1
-        if self.received == 1:
-            raise KeyboardInterrupt
 
 
 class Command(BaseCommand):
@@ -81,8 +58,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["path"])
         platform = EmbeddedPlatform(self.say)
-        interrupts = _Interrupts()
-        interrupts.install()
+        interrupts = Interrupts().install()
         self._launched: str | None = None
         try:
             try:
