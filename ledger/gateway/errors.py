@@ -39,6 +39,23 @@ def bad_request(message: str, code: str = "invalid_request") -> GatewayError:
     return GatewayError(400, message, type_="invalid_request_error", code=code, retryable=False)
 
 
+def too_large(limit: int) -> GatewayError:
+    return GatewayError(
+        413,
+        f"request body is larger than the gateway accepts ({limit} bytes)",
+        type_="invalid_request_error",
+        code="request_too_large",
+        retryable=False,
+    )
+
+
+def credential_mismatch(message: str) -> GatewayError:
+    # The operator's affair, not the model's: retrying cannot help until the key is fixed.
+    return GatewayError(
+        502, message, type_="api_error", code="credential_mismatch", retryable=False
+    )
+
+
 def unauthorized(message: str) -> GatewayError:
     return GatewayError(
         401, message, type_="authentication_error", code="invalid_api_key", retryable=False

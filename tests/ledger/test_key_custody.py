@@ -201,6 +201,24 @@ def test_admin_adds_and_rotates_keys_without_showing_them() -> None:
     assert not Credential.objects.filter(handle="adm-main").exists()
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_provider_that_echoes_the_key_in_a_reply_is_scrubbed(
+    gateway: GatewayServer, upstream: FakeUpstream, stream: bool
+) -> None:
+    secret = mint("r-echo", f"a-{stream}", "1", provider="fake", model="echo")
+    resp = httpx.post(
+        f"{gateway.url}/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": stream},
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=20,
+    )
+    assert resp.status_code == 200, resp.text
+    assert upstream.auth_headers[-1] == f"Bearer {UPSTREAM_SECRET}"
+    assert UPSTREAM_SECRET not in resp.text
+    assert "***" in resp.text
+    settled("r-echo")
+
+
 def test_ledger_tests_do_not_depend_on_the_shared_home() -> None:
     # Another test's fixture may leave something in the shared test home that is no Fernet
     # key at all; the ledger tests bring their own keystore.
