@@ -8,12 +8,17 @@ that encodes the key on purpose already holds it and is beyond what a relay can 
 
 from __future__ import annotations
 
+import functools
+
 MASK = "***"
+_MASK_BYTES = MASK.encode()
 
 
-def _forms(secret: str) -> set[str]:
-    """The key as written, and with the slashes JSON may escape."""
-    return {secret, secret.replace("/", "\\/")}
+@functools.lru_cache(maxsize=1024)
+def _forms(secret: str) -> tuple[tuple[str, bytes], ...]:
+    """The key as written, and with the slashes JSON may escape (as text and as bytes)."""
+    forms = dict.fromkeys((secret, secret.replace("/", "\\/")))
+    return tuple((form, form.encode()) for form in forms)
 
 
 def scrub_bytes(body: bytes, secret: str | None) -> bytes:
@@ -24,17 +29,16 @@ def scrub_bytes(body: bytes, secret: str | None) -> bytes:
     """
     if not secret:
         return body
-    for form in _forms(secret):
-        raw = form.encode()
+    for _, raw in _forms(secret):
         if raw in body:
-            body = body.replace(raw, MASK.encode())
+            body = body.replace(raw, _MASK_BYTES)
     return body
 
 
 def scrub_text(text: str, secret: str | None) -> str:
     if not secret:
         return text
-    for form in _forms(secret):
+    for form, _ in _forms(secret):
         if form in text:
             text = text.replace(form, MASK)
     return text
