@@ -9,9 +9,17 @@ from starlette.responses import JSONResponse
 
 class GatewayError(Exception):
     def __init__(
-        self, status: int, message: str, *, type_: str, code: str, retryable: bool
+        self,
+        status: int,
+        message: str,
+        *,
+        type_: str,
+        code: str,
+        retryable: bool,
+        close: bool = False,
     ) -> None:
         super().__init__(message)
+        self.close = close
         self.status = status
         self.message = message
         self.type = type_
@@ -32,6 +40,8 @@ class GatewayError(Exception):
     def response(self) -> JSONResponse:
         # The OpenAI SDKs honour x-should-retry, so a client never retries what cannot help.
         headers = {"x-should-retry": "true" if self.retryable else "false"}
+        if self.close:
+            headers["connection"] = "close"
         return JSONResponse(self.body(), status_code=self.status, headers=headers)
 
 
@@ -46,6 +56,8 @@ def too_large(limit: int) -> GatewayError:
         type_="invalid_request_error",
         code="request_too_large",
         retryable=False,
+        # Closing the connection spares reading (and dropping) the rest of the body.
+        close=True,
     )
 
 
