@@ -55,17 +55,16 @@ def _load(key_hash: str) -> KeyInfo | None:
             cred = credential_for(key.credential_handle)
         except CredentialError:
             cred = None
-        if cred is None:
-            pass
-        elif serves(
+        fits = cred is not None and serves(
             cred.provider,
             cred.api_base,
             provider=key.provider,
             litellm_provider=key.litellm_provider,
             base=key.api_base,
-        ):
+        )
+        if cred is not None and fits:
             upstream_key, api_base = cred.secret, cred.api_base or api_base
-        else:
+        elif cred is not None:
             # Checked at minting too; this holds if the credential was changed since.
             problem = (
                 f"the key handle {key.credential_handle!r} is stored for provider "
