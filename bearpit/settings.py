@@ -55,7 +55,8 @@ try:
     BEARPIT_OPERATOR_USER = env.env_str("BEARPIT_OPERATOR_USER", "operator") or "operator"
     BEARPIT_TICK_SECONDS = env.env_float("BEARPIT_TICK_SECONDS", 2.0, minimum=0.05)
     # Ledger gateway: TCP port (the Unix socket is always BEARPIT_HOME/run/gateway.sock),
-    # upstream timeout, the max_tokens reserved for when a call names none, DB threads.
+    # upstream timeout, the max_tokens reserved for when a call names none, DB threads,
+    # and the largest request body it reads (bigger ones get a 413 unread).
     BEARPIT_GATEWAY_PORT = env.env_int("BEARPIT_GATEWAY_PORT", 8790, minimum=0)
     BEARPIT_GATEWAY_UPSTREAM_TIMEOUT = env.env_float(
         "BEARPIT_GATEWAY_UPSTREAM_TIMEOUT", 600.0, minimum=0.1
@@ -64,6 +65,9 @@ try:
         "BEARPIT_GATEWAY_DEFAULT_MAX_TOKENS", 4096, minimum=1
     )
     BEARPIT_GATEWAY_DB_THREADS = env.env_int("BEARPIT_GATEWAY_DB_THREADS", 8, minimum=1)
+    BEARPIT_GATEWAY_MAX_BODY_BYTES = env.env_int(
+        "BEARPIT_GATEWAY_MAX_BODY_BYTES", 16 * 1024 * 1024, minimum=1024
+    )
     # Signs realmtools tokens and derives the escrow sealing key; derived from
     # SECRET_KEY when unset. Rotating it invalidates live tokens and sealed payloads.
     BEARPIT_REALMTOOLS_SECRET = env.env_str("BEARPIT_REALMTOOLS_SECRET")

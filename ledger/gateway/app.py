@@ -19,13 +19,14 @@ from typing import ParamSpec, TypeVar
 
 import anyio
 from django.conf import settings
-from django.db import connections
+from django.db import DataError, IntegrityError, connections
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ledger.gateway import litellm_backend, passthrough, scripted_backend
+from ledger.gateway import request as checks
 from ledger.gateway.auth import KeyCache, KeyInfo
 from ledger.gateway.books import Books
 from ledger.gateway.call import SSE_DONE, Call, Usage
@@ -34,13 +35,19 @@ from ledger.gateway.errors import (
     bad_request,
     budget_exceeded,
     concluded,
+    credential_mismatch,
+    too_large,
     unauthorized,
 )
-from ledger.pricing import cost_nusd
+from ledger.pricing import cost_nusd, to_usd
 from ledger.services import spend
 from ledger.tokens import count_messages, estimate_prompt_tokens
 
 log = logging.getLogger("ledger.gateway")
+
+# No single call may hold more than a million dollars: far past any real call, and far
+# below where the reservation's 64-bit sums could overflow.
+MAX_RESERVATION_NUSD = 10**15
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -63,9 +70,16 @@ _REFUSALS: dict[spend.Refusal, Callable[[], GatewayError]] = {
 class Gateway:
     """State shared by all requests of one gateway process."""
 
-    def __init__(self, *, upstream_timeout: float | None = None, db_threads: int | None = None):
+    def __init__(
+        self,
+        *,
+        upstream_timeout: float | None = None,
+        db_threads: int | None = None,
+        max_body_bytes: int | None = None,
+    ):
         self.timeout = upstream_timeout or float(settings.BEARPIT_GATEWAY_UPSTREAM_TIMEOUT)
         self.default_max_tokens = int(settings.BEARPIT_GATEWAY_DEFAULT_MAX_TOKENS)
+        self.max_body = max_body_bytes or int(settings.BEARPIT_GATEWAY_MAX_BODY_BYTES)
         # SQLite has one writer at a time, and its busy handler sleeps (in steps up to
         # 100 ms) while another connection holds the lock: one reservation thread (and the
         # one settlement thread) keep that rare; the books batch the writes anyway.
@@ -123,49 +137,71 @@ class Gateway:
             raise unauthorized("this API key was revoked")
         return info
 
+    def _declared_size(self, request: Request) -> None:
+        """Refuse a body declared too large before reading a byte of it."""
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise too_large(self.max_body)
+
+    async def _read(self, request: Request) -> bytes:
+        """The body, read no further than the limit (a chunked body declares no size)."""
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body:
+                raise too_large(self.max_body)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     def parse(self, key: KeyInfo, raw: bytes) -> Call:
         try:
             payload = json.loads(raw)
-        except ValueError as exc:
-            raise bad_request(f"request body is not JSON: {exc}") from exc
-        if not isinstance(payload, dict):
-            raise bad_request("request body must be a JSON object")
-        messages = payload.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise bad_request("messages: must be a non-empty list", code="invalid_messages")
-        if not all(isinstance(m, dict) and "role" in m for m in messages):
-            raise bad_request("messages: every message needs a role", code="invalid_messages")
-        given = payload.get("max_completion_tokens", payload.get("max_tokens"))
-        if given is not None and (not isinstance(given, int) or given < 1):
-            raise bad_request("max_tokens: must be a positive whole number")
-        options = payload.get("stream_options") or {}
+        except (ValueError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise bad_request(f"request body is not JSON: {reason}") from None
+        shape = checks.check(
+            payload,
+            context_length=key.context_length,
+            default_max_tokens=self.default_max_tokens,
+        )
         return Call(
             key=key,
             payload=payload,
-            messages=messages,
-            max_tokens=given or self.default_max_tokens,
-            max_tokens_given=given is not None,
-            stream=bool(payload.get("stream")),
-            include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
+            messages=payload["messages"],
+            max_tokens=shape.max_tokens,
+            max_tokens_given=shape.max_tokens_given,
+            stream=shape.stream,
+            include_usage=shape.include_usage,
             prompt_tokens=0,
             timeout=self.timeout,
+            n=shape.n,
+            images=shape.images,
         )
 
     async def _reserve(self, call: Call, body_bytes: int) -> tuple[int, int]:
         """Reserve the worst case; raise the refusal as the client should see it."""
-        estimate = estimate_prompt_tokens(body_bytes)
+        estimate = estimate_prompt_tokens(body_bytes) + call.images * checks.IMAGE_TOKENS
         key = call.key
-        amount = cost_nusd(estimate, call.max_tokens, key.input_price, key.output_price)
+        amount = cost_nusd(estimate, call.n * call.max_tokens, key.input_price, key.output_price)
+        if amount > MAX_RESERVATION_NUSD:
+            raise bad_request(
+                f"max_tokens: the call could cost {to_usd(amount):.2f} USD, more than one call "
+                "may reserve; ask for fewer tokens or completions"
+            )
         try:
             refusal = await self.books.reserve(key.id, key.realm_id, amount)
         except Exception as exc:
             log.exception("reserving for %s/%s failed", key.realm_id, key.agent_id)
+            # A failure of this reservation alone (its row, its numbers) will fail again.
+            retryable = not isinstance(exc, DataError | IntegrityError | OverflowError)
             raise GatewayError(
                 503,
-                "the ledger could not reserve budget for this call; try again",
+                "the ledger could not reserve budget for this call"
+                + ("; try again" if retryable else ""),
                 type_="api_error",
                 code="ledger_unavailable",
-                retryable=True,
+                retryable=retryable,
             ) from exc
         if refusal is not None:
             raise _REFUSALS[refusal]()
@@ -229,8 +265,11 @@ class Gateway:
     async def chat_completions(self, request: Request) -> Response:
         started = time.monotonic()
         try:
+            self._declared_size(request)
             key = await self.authenticate(request)
-            raw = await request.body()
+            if key.credential_problem:
+                raise credential_mismatch(key.credential_problem)
+            raw = await self._read(request)
             call = self.parse(key, raw)
             reserved, call.prompt_tokens = await self._reserve(call, len(raw))
         except GatewayError as exc:
@@ -266,7 +305,7 @@ class Gateway:
             return json.dumps(data).encode()
         if transport == "openai":
             return await passthrough.complete(self.session, call, usage)
-        return json.dumps(await litellm_backend.complete(call, usage)).encode()
+        return await litellm_backend.complete(call, usage)
 
     async def _open_stream(self, call: Call, usage: Usage) -> AsyncIterator[bytes]:
         transport = call.key.transport

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from ledger.models import VirtualKey
-from ledger.services.credentials import CredentialError, credential_secret
+from ledger.services.credentials import CredentialError, credential_for, serves
 from ledger.services.keys import REVOKED_CONCLUDED, hash_secret
 from realms.models import Realm
 
@@ -34,6 +34,8 @@ class KeyInfo:
     has_script: bool
     upstream_key: str | None
     revoked: str | None  # None = live; else "concluded" or "revoked"
+    context_length: int | None = None
+    credential_problem: str | None = None  # why the stored key may not be used
 
 
 def _load(key_hash: str) -> KeyInfo | None:
@@ -47,12 +49,27 @@ def _load(key_hash: str) -> KeyInfo | None:
         revoked = "concluded"
     upstream_key: str | None = None
     api_base = key.api_base
+    problem: str | None = None
     if key.credential_handle and key.transport != "scripted":
         try:
-            upstream_key, cred_base = credential_secret(key.credential_handle)
+            cred = credential_for(key.credential_handle)
         except CredentialError:
-            upstream_key, cred_base = None, ""
-        api_base = cred_base or api_base
+            cred = None
+        fits = cred is not None and serves(
+            cred.provider,
+            cred.api_base,
+            provider=key.provider,
+            litellm_provider=key.litellm_provider,
+            base=key.api_base,
+        )
+        if cred is not None and fits:
+            upstream_key, api_base = cred.secret, cred.api_base or api_base
+        elif cred is not None:
+            # Checked at minting too; this holds if the credential was changed since.
+            problem = (
+                f"the key handle {key.credential_handle!r} is stored for provider "
+                f"{cred.provider!r}, not {key.provider!r}; the platform will not send it there"
+            )
     return KeyInfo(
         id=key.pk,
         realm_id=key.realm_id,
@@ -68,6 +85,8 @@ def _load(key_hash: str) -> KeyInfo | None:
         has_script=bool(key.script),
         upstream_key=upstream_key,
         revoked=revoked,
+        context_length=key.context_length,
+        credential_problem=problem,
     )
 
 

@@ -100,20 +100,21 @@ class _Line(Generic[Item, Answer]):
 def _write_settlements(items: list[spend.Settlement | tuple[int, int]]) -> list[None]:
     releases = [i for i in items if isinstance(i, tuple)]
     settlements = [i for i in items if isinstance(i, spend.Settlement)]
+    # What cannot be written leaves its reservation held: a cap errs on the safe side.
+    # But only its own: each settlement is tried alone when its batch fails.
     try:
         if releases:
             spend.release_many(releases)
-        if settlements:
-            spend.settle_many(settlements)
     except Exception:
-        # The reservations stay held: a cap errs on the safe side.
-        log.exception("settling %d call(s) failed", len(items))
+        log.exception("releasing %d reservation(s) failed", len(releases))
+    if settlements:
+        spend.settle_each(settlements)
     return [None] * len(items)
 
 
 class Books:
     def __init__(self, run_reserves: Runner, run_settles: Runner) -> None:
-        self._reserves: _Line[Reservation, spend.Refusal | None] = _Line(
+        self._reserves: _Line[Reservation, spend.Refusal | Exception | None] = _Line(
             run_reserves, spend.reserve_many
         )
         self._settles: _Line[spend.Settlement | tuple[int, int], None] = _Line(
@@ -121,16 +122,20 @@ class Books:
         )
 
     async def reserve(self, key_id: int, realm_id: str, amount_nusd: int) -> spend.Refusal | None:
+        """None when held, else the refusal; raises what failed this reservation alone."""
         done = self._reserves.put((key_id, realm_id, amount_nusd))
         try:
-            return await asyncio.shield(done)
+            answer = await asyncio.shield(done)
         except asyncio.CancelledError:
             # The caller is gone; a reservation it was granted must not stay held.
             done.add_done_callback(lambda f: self._release_if_granted(f, key_id, amount_nusd))
             raise
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
     def _release_if_granted(
-        self, done: asyncio.Future[spend.Refusal | None], key_id: int, amount: int
+        self, done: asyncio.Future[spend.Refusal | Exception | None], key_id: int, amount: int
     ) -> None:
         if not done.cancelled() and done.exception() is None and done.result() is None:
             self._settles.put((key_id, amount), urgent=False)

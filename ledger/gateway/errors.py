@@ -9,9 +9,17 @@ from starlette.responses import JSONResponse
 
 class GatewayError(Exception):
     def __init__(
-        self, status: int, message: str, *, type_: str, code: str, retryable: bool
+        self,
+        status: int,
+        message: str,
+        *,
+        type_: str,
+        code: str,
+        retryable: bool,
+        close: bool = False,
     ) -> None:
         super().__init__(message)
+        self.close = close
         self.status = status
         self.message = message
         self.type = type_
@@ -32,11 +40,32 @@ class GatewayError(Exception):
     def response(self) -> JSONResponse:
         # The OpenAI SDKs honour x-should-retry, so a client never retries what cannot help.
         headers = {"x-should-retry": "true" if self.retryable else "false"}
+        if self.close:
+            headers["connection"] = "close"
         return JSONResponse(self.body(), status_code=self.status, headers=headers)
 
 
 def bad_request(message: str, code: str = "invalid_request") -> GatewayError:
     return GatewayError(400, message, type_="invalid_request_error", code=code, retryable=False)
+
+
+def too_large(limit: int) -> GatewayError:
+    return GatewayError(
+        413,
+        f"request body is larger than the gateway accepts ({limit} bytes)",
+        type_="invalid_request_error",
+        code="request_too_large",
+        retryable=False,
+        # Closing the connection spares reading (and dropping) the rest of the body.
+        close=True,
+    )
+
+
+def credential_mismatch(message: str) -> GatewayError:
+    # The operator's affair, not the model's: retrying cannot help until the key is fixed.
+    return GatewayError(
+        502, message, type_="api_error", code="credential_mismatch", retryable=False
+    )
 
 
 def unauthorized(message: str) -> GatewayError:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
@@ -19,6 +20,7 @@ from ledger.gateway.errors import (
     upstream_timeout,
     upstream_unreachable,
 )
+from ledger.gateway.scrub import scrub_bytes, scrub_text
 
 # Request fields handed on to LiteLLM; the rest of an OpenAI request has no equivalent
 # across providers (and drop_params removes what a provider does not take).
@@ -35,6 +37,7 @@ _FORWARDED = (
     "presence_penalty",
     "frequency_penalty",
     "user",
+    "n",  # reserved for: the gateway reserves n completions
 )
 
 
@@ -78,9 +81,7 @@ def _kwargs(call: Call) -> dict[str, Any]:
 
 def _map(exc: Exception, secret: str | None) -> GatewayError:
     lib = _litellm()
-    message = str(getattr(exc, "message", exc))[:500]
-    if secret:
-        message = message.replace(secret, "***")
+    message = scrub_text(str(getattr(exc, "message", exc)), secret)[:500]
     if isinstance(exc, lib.Timeout):
         return upstream_timeout()
     if isinstance(exc, lib.APIConnectionError):
@@ -91,7 +92,7 @@ def _map(exc: Exception, secret: str | None) -> GatewayError:
     return upstream_unreachable(message)
 
 
-async def complete(call: Call, usage: Usage) -> dict[str, Any]:
+async def complete(call: Call, usage: Usage) -> bytes:
     lib = await load()
     try:
         resp = await lib.acompletion(**_kwargs(call))
@@ -99,7 +100,7 @@ async def complete(call: Call, usage: Usage) -> dict[str, Any]:
         raise _map(exc, call.key.upstream_key) from exc
     data: dict[str, Any] = resp.model_dump(exclude_none=True)
     usage.take(data.get("usage"))
-    return data
+    return scrub_bytes(json.dumps(data).encode(), call.key.upstream_key)
 
 
 async def open_stream(call: Call, usage: Usage) -> AsyncIterator[bytes]:
@@ -122,7 +123,7 @@ async def _relay(stream: Any, call: Call, usage: Usage) -> AsyncIterator[bytes]:
                     if not data.get("choices"):
                         continue
             usage.output_chunks += 1
-            yield sse(data)
+            yield scrub_bytes(sse(data), call.key.upstream_key)
         yield SSE_DONE
     except Exception:
         usage.outcome = "upstream_error"

@@ -1,9 +1,11 @@
 """Forwarding to OpenAI-compatible upstreams as they are, with aiohttp.
 
-The request body goes through nearly untouched (the model is the key's, a max-tokens
-bound is added when missing, usage is requested on streams) and the upstream's bytes come
-back unparsed, except for the stream lines that carry usage. aiohttp rather than httpx:
-its C parser makes a round trip about a millisecond cheaper, and this is the hot path.
+The request body goes through nearly untouched (it passed the gateway's allow-list; the
+model is the key's, a max-tokens bound is added when missing, usage is requested on
+streams) and the upstream's bytes come back as they are, except for the stream lines that
+carry usage and any occurrence of the provider key, which is scrubbed from every body.
+aiohttp rather than httpx: its C parser makes a round trip about a millisecond cheaper,
+and this is the hot path.
 """
 
 from __future__ import annotations
@@ -22,11 +24,31 @@ from ledger.gateway.errors import (
     upstream_timeout,
     upstream_unreachable,
 )
+from ledger.gateway.scrub import scrub_bytes, scrub_text
+from ledger.tokens import count_text
 
 
 def _scrub(text: str, secret: str | None) -> str:
-    text = text[:500]
-    return text.replace(secret, "***") if secret else text
+    # Scrub before cutting, so that no cut leaves a piece of the key behind.
+    return scrub_text(text, secret)[:500]
+
+
+def _reply_tokens(data: dict[str, Any]) -> int:
+    """The completion's tokens as counted here, for a provider that reported none."""
+    total = 0
+    for choice in data.get("choices") or ():
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            continue
+        if isinstance(message.get("content"), str):
+            total += count_text(message["content"])
+        for tool_call in message.get("tool_calls") or ():
+            fn = tool_call.get("function") if isinstance(tool_call, dict) else None
+            if isinstance(fn, dict):
+                total += count_text(str(fn.get("name", ""))) + count_text(
+                    str(fn.get("arguments", ""))
+                )
+    return total
 
 
 def _detail(body: bytes, secret: str | None) -> str:
@@ -79,6 +101,8 @@ async def complete(session: aiohttp.ClientSession, call: Call, usage: Usage) -> 
             data=json.dumps(body).encode(),
             headers=headers,
             timeout=aiohttp.ClientTimeout(total=call.timeout),
+            # A redirect is not followed: it could take the key somewhere else.
+            allow_redirects=False,
         ) as resp:
             status, content = resp.status, await resp.read()
     except (TimeoutError, aiohttp.ClientError) as exc:
@@ -89,8 +113,11 @@ async def complete(session: aiohttp.ClientSession, call: Call, usage: Usage) -> 
         data = json.loads(content)
     except ValueError as exc:
         raise upstream_unreachable("the provider's answer was not JSON") from exc
-    usage.take(data.get("usage") if isinstance(data, dict) else None)
-    return content
+    if isinstance(data, dict):
+        usage.take(data.get("usage"))
+        if usage.tokens_out is None:
+            usage.tokens_out = _reply_tokens(data)
+    return scrub_bytes(content, call.key.upstream_key)
 
 
 async def open_stream(
@@ -107,6 +134,7 @@ async def open_stream(
             timeout=aiohttp.ClientTimeout(
                 total=None, sock_connect=call.timeout, sock_read=call.timeout
             ),
+            allow_redirects=False,
         )
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise _transport_error(exc) from exc
@@ -122,11 +150,13 @@ async def open_stream(
 
 
 async def _relay(resp: aiohttp.ClientResponse, call: Call, usage: Usage) -> AsyncIterator[bytes]:
+    secret = call.key.upstream_key
     try:
         async for raw in resp.content:
             line = raw.decode("utf-8", "replace").strip()
             if not line:
                 continue
+            line = scrub_text(line, secret)
             if not line.startswith("data:"):
                 yield line.encode() + b"\n\n"
                 continue

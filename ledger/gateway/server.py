@@ -35,6 +35,7 @@ class GatewayServer:
         host: str = "127.0.0.1",
         upstream_timeout: float | None = None,
         db_threads: int | None = None,
+        max_body_bytes: int | None = None,
     ) -> None:
         if uds_path is None and port is None:
             raise ValueError("GatewayServer needs a Unix socket path, a TCP port, or both")
@@ -43,6 +44,7 @@ class GatewayServer:
         self.port = port
         self._timeout = upstream_timeout
         self._db_threads = db_threads
+        self._max_body = max_body_bytes
         self._thread: threading.Thread | None = None
         self._server: uvicorn.Server | None = None
         self._ready = threading.Event()
@@ -81,7 +83,11 @@ class GatewayServer:
         return socks
 
     async def _serve(self) -> None:
-        gateway = Gateway(upstream_timeout=self._timeout, db_threads=self._db_threads)
+        gateway = Gateway(
+            upstream_timeout=self._timeout,
+            db_threads=self._db_threads,
+            max_body_bytes=self._max_body,
+        )
         config = uvicorn.Config(
             build_app(gateway),
             http="httptools",

@@ -88,10 +88,38 @@ def list_credentials() -> list[CredentialInfo]:
     return [_info(c) for c in Credential.objects.all()]
 
 
-def credential_secret(handle: str) -> tuple[str | None, str]:
-    """The decrypted key and api_base of ``handle``; for the gateway's upstream calls only."""
+@dataclass(frozen=True)
+class UpstreamCredential:
+    provider: str
+    api_base: str
+    secret: str | None
+
+
+def serves(
+    cred_provider: str, cred_base: str, *, provider: str, litellm_provider: str, base: str
+) -> bool:
+    """Whether a key stored for ``cred_provider`` may go with calls to ``provider``.
+
+    To its own provider, always. To a profile that only translates for that provider
+    (its LiteLLM provider), only where the key would go anyway: the base URL stored with
+    the key, or the provider's own endpoint when the profile names none. Never to another
+    profile's base URL, which may be a server anyone (an agent with open egress) can reach.
+    """
+    if cred_provider == provider:
+        return True
+    return cred_provider == litellm_provider and (bool(cred_base) or not base)
+
+
+def credential_for(handle: str) -> UpstreamCredential:
+    """The decrypted key of ``handle`` with the provider it was stored for (gateway only)."""
     cred = Credential.objects.filter(handle=handle).first()
     if cred is None:
         raise CredentialError(f"handle {handle!r}: no such credential")
     key = keystore.decrypt(bytes(cred.encrypted_key)) if cred.encrypted_key else None
-    return key, cred.api_base
+    return UpstreamCredential(provider=cred.provider, api_base=cred.api_base, secret=key)
+
+
+def credential_secret(handle: str) -> tuple[str | None, str]:
+    """The decrypted key and api_base of ``handle``; for the gateway's upstream calls only."""
+    cred = credential_for(handle)
+    return cred.secret, cred.api_base

@@ -13,12 +13,15 @@ from django.utils import timezone
 from ledger.models import Credential, VirtualKey
 from ledger.pricing import cap_nusd, table_prices
 from ledger.scripted import parse_script
+from ledger.services.credentials import serves
 from ledger.services.profiles import all_profiles
 
 KEY_PREFIX = "bpk-"
 REVOKED_CONCLUDED = "realm concluded"
 REVOKED_REPLACED = "replaced"
 ON_EXHAUSTED = ("starve", "starve_then_kill", "kill")
+MAX_PRICE_USD = Decimal(1)  # per token; the package format's own bound
+MAX_CONTEXT_LENGTH = 100_000_000
 
 
 class MintError(ValueError):
@@ -31,6 +34,51 @@ def hash_secret(secret: str) -> str:
 
 def _dec(value: Decimal | float | str | None) -> Decimal | None:
     return None if value is None else Decimal(str(value))
+
+
+def _prices(
+    given_in: Decimal | None,
+    given_out: Decimal | None,
+    known: tuple[Decimal | None, Decimal | None] | None,
+    *,
+    flat_rate: bool,
+) -> tuple[Decimal | None, Decimal | None]:
+    """The key's prices: those given, else the known ones (the profile's tier for this model,
+    else LiteLLM's table).
+
+    Given prices only ever raise a known price, except on a flat-rate provider: a scenario
+    cannot make a paid model cheaper than it is, and so loosen its own cap.
+    """
+    for name, price in (("input_cost_per_token", given_in), ("output_cost_per_token", given_out)):
+        if price is not None and price < 0:
+            raise MintError(f"{name}: must not be negative")
+        if price is not None and price > MAX_PRICE_USD:
+            raise MintError(f"{name}: at most {MAX_PRICE_USD} USD per token")
+    if known is None:
+        return given_in, given_out
+    if given_in is None and given_out is None:
+        return known
+    if flat_rate:
+        return given_in, given_out
+    return _higher(given_in, known[0]), _higher(given_out, known[1])
+
+
+def _higher(given: Decimal | None, known: Decimal | None) -> Decimal | None:
+    if given is None or known is None:
+        return known if given is None else given
+    return max(given, known)
+
+
+def _bill_per_token(
+    provider: str, in_price: Decimal | None, out_price: Decimal | None, *, capped: bool
+) -> None:
+    """A provider that bills per token gets prices above zero (a zero price is no cap)."""
+    for name, price in (("input_cost_per_token", in_price), ("output_cost_per_token", out_price)):
+        if price == 0 or (capped and price is None):
+            raise MintError(
+                f"{name}: a price of 0 (or none) is only for flat-rate providers; "
+                f"{provider!r} bills per token, so a zero price would disable the cap"
+            )
 
 
 @transaction.atomic
@@ -55,32 +103,44 @@ def mint_virtual_key(
     handle, and the prices of the tier with this model), then from LiteLLM's price table.
     A key minted again for the same agent replaces the old one and inherits its spend
     against the cap.
+
+    Whoever asks (a package's explicit model included), a stored provider key is only
+    used with the provider it was stored for, and prices of 0 only on flat-rate providers.
     """
     if on_exhausted not in ON_EXHAUSTED:
         raise MintError(f"on_exhausted: must be one of {', '.join(ON_EXHAUSTED)}")
     if cap_usd is not None and cap_usd < 0:
         raise MintError("cap_usd: must not be negative")
+    if context_length is not None and not 1 <= context_length <= MAX_CONTEXT_LENGTH:
+        raise MintError(f"context_length: must be from 1 to {MAX_CONTEXT_LENGTH}")
     profile = all_profiles().get(provider)
     tier = (
         next((t for t in profile.categories.values() if t.model == model), None)
         if profile
         else None
     )
-    in_price = _dec(input_cost_per_token)
-    out_price = _dec(output_cost_per_token)
-    if in_price is None and out_price is None and tier is not None:
-        in_price, out_price = tier.input_cost_per_token, tier.output_cost_per_token
     transport = profile.transport if profile else "litellm"
     litellm_provider = (profile.litellm_provider if profile else "") or provider
-    if in_price is None and out_price is None:
-        found = table_prices(model, litellm_provider)
-        if found is not None:
-            in_price, out_price = found
+    flat_rate = bool(profile and profile.flat_rate)
+    per_token = not flat_rate and transport != "scripted"
+    given_in, given_out = _dec(input_cost_per_token), _dec(output_cost_per_token)
+    if per_token:
+        _bill_per_token(provider, given_in, given_out, capped=False)
+    in_price, out_price = _prices(
+        given_in,
+        given_out,
+        (tier.input_cost_per_token, tier.output_cost_per_token)
+        if tier is not None
+        else table_prices(model, litellm_provider),
+        flat_rate=flat_rate,
+    )
     if cap_usd is not None and in_price is None and out_price is None:
         raise MintError(
             f"{realm_id}/{agent_id}: a capped key needs token prices; none known for "
             f"{provider}/{model}"
         )
+    if per_token:
+        _bill_per_token(provider, in_price, out_price, capped=cap_usd is not None)
     handle = (
         credential_handle
         if credential_handle is not None
@@ -91,6 +151,17 @@ def mint_virtual_key(
         cred = Credential.objects.filter(handle=handle).first()
         if cred is None:
             raise MintError(f"key handle {handle!r}: not in the keystore (pit_keys add {handle} …)")
+        if not serves(
+            cred.provider,
+            cred.api_base,
+            provider=provider,
+            litellm_provider=litellm_provider,
+            base=api_base,
+        ):
+            raise MintError(
+                f"key handle {handle!r}: stored for provider {cred.provider!r}, not "
+                f"{provider!r}; a provider key is only sent to its own provider"
+            )
         api_base = cred.api_base or api_base
     script_text = script or ""
     if script_text:

@@ -10,6 +10,7 @@ calls can never together reserve past the cap.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import Enum
@@ -26,6 +27,8 @@ from ledger.models import Spend, VirtualKey
 from ledger.pricing import to_usd
 from ledger.services.keys import REVOKED_CONCLUDED
 from realms.models import Realm
+
+log = logging.getLogger("ledger.spend")
 
 
 class Refusal(Enum):
@@ -73,16 +76,33 @@ def reserve(key_id: int, realm_id: str, amount_nusd: int) -> Refusal | None:
     return _why_refused(key_id, realm_id, amount_nusd)
 
 
-@transaction.atomic
-def reserve_many(requests: list[tuple[int, str, int]]) -> list[Refusal | None]:
+def reserve_many(requests: list[tuple[int, str, int]]) -> list[Refusal | Exception | None]:
     """Several reservations in one transaction (the gateway's batched rounds).
+
+    Each reservation succeeds or fails on its own: when the batch's transaction fails (one
+    request's numbers overflow a column, say), every request is tried again alone, and
+    only those that fail alone get their exception as their answer.
 
     Rows are locked in key order, as :func:`settle_many` does, so that concurrent batches
     cannot deadlock on PostgreSQL.
     """
-    answers: list[Refusal | None] = [None] * len(requests)
-    for i in sorted(range(len(requests)), key=lambda i: requests[i][0]):
-        answers[i] = reserve(*requests[i])
+    order = sorted(range(len(requests)), key=lambda i: requests[i][0])
+    answers: list[Refusal | Exception | None] = [None] * len(requests)
+    try:
+        with transaction.atomic():
+            for i in order:
+                answers[i] = reserve(*requests[i])
+        return answers
+    except Exception:
+        if len(requests) == 1:
+            raise
+        log.warning("a round of %d reservations failed; trying each alone", len(requests))
+    for i in order:
+        try:
+            with transaction.atomic():
+                answers[i] = reserve(*requests[i])
+        except Exception as exc:
+            answers[i] = exc
     return answers
 
 
@@ -128,6 +148,30 @@ class Settlement:
 def settle(**fields: Any) -> None:
     """Settle one call (see :func:`settle_many`)."""
     settle_many([Settlement(**fields)])
+
+
+def settle_each(items: list[Settlement]) -> list[Settlement]:
+    """:func:`settle_many`; if that fails, each call on its own. Returns those that failed.
+
+    One settlement that cannot be written (its numbers, its row) must not leave the
+    reservations of the other calls of its batch held for good.
+    """
+    try:
+        settle_many(items)
+        return []
+    except Exception:
+        if len(items) == 1:
+            log.exception("settling a call of key %d failed", items[0].key_id)
+            return items
+        log.warning("a batch of %d settlements failed; settling each alone", len(items))
+    failed = []
+    for item in items:
+        try:
+            settle_many([item])
+        except Exception:
+            log.exception("settling a call of key %d failed", item.key_id)
+            failed.append(item)
+    return failed
 
 
 @transaction.atomic

@@ -6,10 +6,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 
+from ledger import keystore
 from ledger.gateway.server import GatewayServer
 from ledger.services.profiles import seed_profiles
 from tests.ledger.fake_upstream import FakeUpstream
+
+
+@pytest.fixture(autouse=True)
+def own_keystore(settings: Any) -> Iterator[str]:
+    """Every ledger test has a keystore key of its own.
+
+    Other tests share the test run's BEARPIT_HOME and may leave a ``keystore.key`` there
+    (even one that is no Fernet key); whether these tests pass must not depend on it.
+    Subprocesses that read the keystore get the key from the environment (see tests).
+    """
+    settings.BEARPIT_KEYSTORE_KEY = Fernet.generate_key().decode()
+    keystore.reset_cache()
+    yield settings.BEARPIT_KEYSTORE_KEY
+    keystore.reset_cache()
 
 
 @pytest.fixture
@@ -57,9 +73,7 @@ def upstream(profiles: None) -> Iterator[FakeUpstream]:
     ProviderProfile.objects.create(
         name="fake", transport="openai", api_key_ref="fake-main", categories=tiers
     )
-    add_credential(
-        handle="fake-main", provider="openai", api_key=UPSTREAM_SECRET, api_base=fake.base
-    )
+    add_credential(handle="fake-main", provider="fake", api_key=UPSTREAM_SECRET, api_base=fake.base)
     yield fake
     fake.stop()
 

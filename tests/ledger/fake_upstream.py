@@ -2,7 +2,9 @@
 
 ``ok`` answers (streaming too, with usage when asked); ``rate-limited`` → 429;
 ``broken`` → 500; ``leaky`` → 400 quoting the key it was sent; ``hang`` never answers;
-``slow-stream`` streams one chunk every 50 ms for 10 s.
+``slow-stream`` streams one chunk every 50 ms for 10 s; ``echo`` answers (plain or streamed)
+with the authorization header it was sent; ``wild-usage`` reports negative and absurd token
+counts. ``ok`` honours ``n`` with one choice (and 7 completion tokens) per completion.
 """
 
 from __future__ import annotations
@@ -52,7 +54,13 @@ class FakeUpstream:
         if model == "slow-stream":
             return StreamingResponse(self._slow(), media_type="text/event-stream")
         text = "fake reply"
-        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+        n = body.get("n") if isinstance(body.get("n"), int) else 1
+        usage = {"prompt_tokens": 11, "completion_tokens": 7 * n, "total_tokens": 11 + 7 * n}
+        if model == "echo":
+            # An upstream (or a proxy in front of one) that quotes the request's credential.
+            text = f"you sent {request.headers.get('authorization', '')} to me"
+        if model == "wild-usage":
+            usage = {"prompt_tokens": -(10**6), "completion_tokens": 10**40, "total_tokens": 0}
         if body.get("stream"):
             return StreamingResponse(self._fast(body, text, usage), media_type="text/event-stream")
         return JSONResponse(
@@ -63,10 +71,11 @@ class FakeUpstream:
                 "model": model,
                 "choices": [
                     {
-                        "index": 0,
+                        "index": i,
                         "message": {"role": "assistant", "content": text},
                         "finish_reason": "stop",
                     }
+                    for i in range(n)
                 ],
                 "usage": usage,
             }

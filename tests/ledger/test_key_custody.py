@@ -10,10 +10,10 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connection
@@ -41,11 +41,17 @@ PIPED_SECRET = "sk-piped-0123456789-ZYXWVUTSRQPONMLK"
 ROTATED_SECRET = "sk-rotated-9876543210-abcdefghijkl"
 
 
-def test_keystore_file_is_private(tmp_path: Path) -> None:
-    assert settings.BEARPIT_KEYSTORE_KEY is None
-    keystore.encrypt("x")
-    path = Path(settings.BEARPIT_HOME) / "keystore.key"
+def test_keystore_file_is_private(tmp_path: Path, settings: Any) -> None:
+    # Without BEARPIT_KEYSTORE_KEY the key is a file made once in BEARPIT_HOME (a home of
+    # this test's own, so no other test's leftovers count).
+    settings.BEARPIT_KEYSTORE_KEY = None
+    settings.BEARPIT_HOME = tmp_path
+    keystore.reset_cache()
+    token = keystore.encrypt("x")
+    path = tmp_path / "keystore.key"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    keystore.reset_cache()
+    assert keystore.decrypt(token) == "x"  # the same file, read back
 
 
 def test_credential_services_and_errors() -> None:
@@ -69,6 +75,7 @@ def test_a_raw_key_is_nowhere_but_the_provider(
     upstream: FakeUpstream,
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
+    own_keystore: str,
 ) -> None:
     caplog.set_level(logging.DEBUG)
     # Added through the command with the key piped in, as the docs recommend.
@@ -76,6 +83,7 @@ def test_a_raw_key_is_nowhere_but_the_provider(
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "bearpit.settings",
         "BEARPIT_DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+        "BEARPIT_KEYSTORE_KEY": own_keystore,
     }
     env.pop("BEARPIT_API_KEY", None)
     added = subprocess.run(
@@ -191,3 +199,39 @@ def test_admin_adds_and_rotates_keys_without_showing_them() -> None:
     assert credential_secret("adm-main")[0] == ROTATED_SECRET
     client.post(f"/admin/ledger/credential/{cred.pk}/delete/", {"post": "yes"})
     assert not Credential.objects.filter(handle="adm-main").exists()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_provider_that_echoes_the_key_in_a_reply_is_scrubbed(
+    gateway: GatewayServer, upstream: FakeUpstream, stream: bool
+) -> None:
+    secret = mint("r-echo", f"a-{stream}", "1", provider="fake", model="echo")
+    resp = httpx.post(
+        f"{gateway.url}/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": stream},
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=20,
+    )
+    assert resp.status_code == 200, resp.text
+    assert upstream.auth_headers[-1] == f"Bearer {UPSTREAM_SECRET}"
+    assert UPSTREAM_SECRET not in resp.text
+    assert "***" in resp.text
+    settled("r-echo")
+
+
+def test_ledger_tests_do_not_depend_on_the_shared_home() -> None:
+    # Another test's fixture may leave something in the shared test home that is no Fernet
+    # key at all; the ledger tests bring their own keystore.
+    shared = Path(os.environ["BEARPIT_HOME"]) / "keystore.key"
+    saved = shared.read_bytes() if shared.exists() else None
+    shared.write_text("keystore-secret-material")
+    keystore.reset_cache()
+    try:
+        add_credential(handle="iso-main", provider="openai", api_key=PIPED_SECRET)
+        assert credential_secret("iso-main")[0] == PIPED_SECRET
+    finally:
+        if saved is None:
+            shared.unlink()
+        else:
+            shared.write_bytes(saved)
+        keystore.reset_cache()

@@ -95,3 +95,44 @@ def test_keys_command_refuses_without_a_key_and_reports_errors(
     assert "k1\topenai\t…1111" in listing.getvalue()
     assert "ollama\tlocal\t(no key)" in listing.getvalue()
     assert "sk-from-env" not in out.getvalue() + listing.getvalue()
+
+
+def test_one_bad_reservation_in_a_round_fails_alone(profiles: None) -> None:
+    mint("r-one", "a", "1")
+    mint("r-two", "b", "1")
+    bad = VirtualKey.objects.get(realm_id="r-one")
+    good = VirtualKey.objects.get(realm_id="r-two")
+    answers = spend.reserve_many([(bad.pk, "r-one", 10**30), (good.pk, "r-two", 1000)])
+    assert isinstance(answers[0], Exception) and answers[1] is None
+    bad.refresh_from_db()
+    good.refresh_from_db()
+    assert (bad.reserved_nusd, good.reserved_nusd) == (0, 1000)
+
+
+def test_one_bad_settlement_in_a_batch_fails_alone(profiles: None) -> None:
+    mint("r-s1", "a", "1")
+    mint("r-s2", "b", "1")
+    bad = VirtualKey.objects.get(realm_id="r-s1")
+    good = VirtualKey.objects.get(realm_id="r-s2")
+    for key in (bad, good):
+        assert spend.reserve(key.pk, key.realm_id, 5000) is None
+
+    def item(key: VirtualKey, tokens_in: int) -> spend.Settlement:
+        return spend.Settlement(
+            key_id=key.pk,
+            reserved_nusd=5000,
+            cost_nusd=100,
+            tokens_in=tokens_in,
+            tokens_out=1,
+            latency_ms=1,
+            outcome="ok",
+            model=key.model,
+            streamed=False,
+        )
+
+    failed = spend.settle_each([item(bad, -5), item(good, 10)])
+    assert [f.key_id for f in failed] == [bad.pk]
+    good.refresh_from_db()
+    bad.refresh_from_db()
+    assert (good.reserved_nusd, good.spent_nusd, good.calls) == (0, 100, 1)
+    assert bad.reserved_nusd == 5000  # what cannot be written stays held: the safe side
