@@ -20,7 +20,7 @@ from ledger.gateway.errors import (
     upstream_timeout,
     upstream_unreachable,
 )
-from ledger.gateway.scrub import scrub_bytes, scrub_text
+from ledger.gateway.scrub import StreamScrubber, scrub_bytes, scrub_text
 
 # Request fields handed on to LiteLLM; the rest of an OpenAI request has no equivalent
 # across providers (and drop_params removes what a provider does not take).
@@ -113,6 +113,8 @@ async def open_stream(call: Call, usage: Usage) -> AsyncIterator[bytes]:
 
 
 async def _relay(stream: Any, call: Call, usage: Usage) -> AsyncIterator[bytes]:
+    secret = call.key.upstream_key
+    scrubber = StreamScrubber(secret) if secret else None
     try:
         async for chunk in stream:
             data = chunk.model_dump(exclude_none=True)
@@ -123,7 +125,11 @@ async def _relay(stream: Any, call: Call, usage: Usage) -> AsyncIterator[bytes]:
                     if not data.get("choices"):
                         continue
             usage.output_chunks += 1
-            yield scrub_bytes(sse(data), call.key.upstream_key)
+            if scrubber is not None:
+                data = scrubber.chunk(data)
+            yield scrub_bytes(sse(data), secret)
+        if scrubber is not None and (rest := scrubber.rest()) is not None:
+            yield sse(rest)
         yield SSE_DONE
     except Exception:
         usage.outcome = "upstream_error"

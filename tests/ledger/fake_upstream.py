@@ -56,7 +56,7 @@ class FakeUpstream:
         text = "fake reply"
         n = body.get("n") if isinstance(body.get("n"), int) else 1
         usage = {"prompt_tokens": 11, "completion_tokens": 7 * n, "total_tokens": 11 + 7 * n}
-        if model == "echo":
+        if model in ("echo", "echo-split"):
             # An upstream (or a proxy in front of one) that quotes the request's credential.
             text = f"you sent {request.headers.get('authorization', '')} to me"
         if model == "wild-usage":
@@ -94,8 +94,13 @@ class FakeUpstream:
 
     async def _fast(self, body: dict[str, Any], text: str, usage: dict[str, int]):
         yield self._chunk({"role": "assistant", "content": ""})
-        for word in text.split(" "):
-            yield self._chunk({"content": word + " "})
+        if body["model"] == "echo-split":
+            # A few characters a chunk, as a model streams tokens: the key spans many chunks.
+            for i in range(0, len(text), 3):
+                yield self._chunk({"content": text[i : i + 3]})
+        else:
+            for word in text.split(" "):
+                yield self._chunk({"content": word + " "})
         yield self._chunk({}, "stop")
         if (body.get("stream_options") or {}).get("include_usage"):
             obj = {"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": usage}

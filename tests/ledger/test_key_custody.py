@@ -4,6 +4,7 @@ the Chronicle, API responses or admin pages. Virtual keys are stored only as has
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import stat
@@ -217,6 +218,31 @@ def test_a_provider_that_echoes_the_key_in_a_reply_is_scrubbed(
     assert UPSTREAM_SECRET not in resp.text
     assert "***" in resp.text
     settled("r-echo")
+
+
+def test_a_key_spread_over_stream_chunks_is_scrubbed(
+    gateway: GatewayServer, upstream: FakeUpstream
+) -> None:
+    secret = mint("r-echo-split", "a", "1", provider="fake", model="echo-split")
+    resp = httpx.post(
+        f"{gateway.url}/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True},
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=20,
+    )
+    assert resp.status_code == 200, resp.text
+    text = "".join(
+        choice["delta"].get("content") or ""
+        for line in resp.text.splitlines()
+        if line.startswith("data: {")
+        for choice in json.loads(line[6:]).get("choices", [])
+    )
+    # The agent reassembles the stream: the key must not be in what it puts together, while
+    # the rest of the reply arrives whole and in order.
+    assert UPSTREAM_SECRET not in text
+    assert text == "you sent Bearer *** to me"
+    assert resp.text.rstrip().endswith("data: [DONE]")
+    settled("r-echo-split")
 
 
 def test_ledger_tests_do_not_depend_on_the_shared_home() -> None:
