@@ -102,8 +102,10 @@ def test_docker_container_contract(tmp_path):
 def test_docker_runs_the_runtime_from_its_image():
     bootstrap = runtime_argv(await_birth_s=60)
     assert runtime_args_of(bootstrap) == ["--await-birth", "60", "/home/agent/.bearpit/birth.json"]
-    assert container_argv(bootstrap)[-6:] == [
-        "python", "-m", "runtime", "--await-birth", "60", "/home/agent/.bearpit/birth.json"
+    # Isolated in the container too: the working directory is the agent's home.
+    assert container_argv(bootstrap)[-9:] == [
+        "python", "-I", "-B", "-u", "-m", "runtime",
+        "--await-birth", "60", "/home/agent/.bearpit/birth.json",
     ]  # fmt: skip
     script = [sys.executable, "/home/agent/resources/probe.py", "x"]
     assert runtime_args_of(script) is None
