@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -13,8 +16,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from realms.forge import cgroups, layout, procs
+from realms.forge import cgroups, layout, netns, procs
 from realms.forge.runcode import run_code
+from realms.forge.services import release_realm
 from tests.realms.forge.conftest import (
     SMALL,
     escape_targets,
@@ -162,22 +166,120 @@ def test_run_code_caps_hold(make_realm):
     assert len(left) == 1, [procs.cmdline(p) for p in left]  # only the runtime
 
 
-def test_open_egress_keeps_the_network_and_run_code_still_has_none(make_realm, listener):
+EGRESS_PROBE = r"""
+import json, os, socket, sys, time
+targets = json.loads(sys.argv[1])
+out = {"tcp": {}}
+for host, port in targets["tcp"]:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as conn:
+            conn.settimeout(3)
+            conn.connect(socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)[0][4])
+        out["tcp"][host] = "connected"
+    except OSError as exc:
+        out["tcp"][host] = "refused: " + type(exc).__name__
+try:
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.settimeout(3)
+        conn.connect(targets["abstract"])
+    out["abstract"] = "connected"
+except OSError as exc:
+    out["abstract"] = "refused: " + type(exc).__name__
+try:
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.settimeout(5)
+        conn.connect(targets["unix"])
+        out["unix"] = conn.recv(16).decode()
+except OSError as exc:
+    out["unix"] = "failed: " + type(exc).__name__
+routes = open("/proc/net/route").read().splitlines()[1:]
+out["default_route"] = [r.split()[0] for r in routes if r.split()[1] == "00000000"]
+def is_up(name):
+    import fcntl, struct
+    with socket.socket() as probe:
+        raw = fcntl.ioctl(probe, 0x8913, struct.pack("16sh", name.encode(), 0))  # SIOCGIFFLAGS
+    return bool(struct.unpack("16sh", raw[:18])[1] & 1)  # IFF_UP
+out["links_up"] = sorted(n for _, n in socket.if_nameindex() if n != "lo" and is_up(n))
+with open("/home/agent/net.json.tmp", "w") as handle:
+    json.dump(out, handle)
+os.rename("/home/agent/net.json.tmp", "/home/agent/net.json")
+time.sleep(300)
+"""
+
+
+def _host_listeners(stack: contextlib.ExitStack) -> list[tuple[str, int]]:
+    """A listening TCP socket on every address of the host, loopback included."""
+    links = json.loads(subprocess.run(["ip", "-j", "addr", "show"], capture_output=True,
+                                      text=True, check=True).stdout)  # fmt: skip
+    found: list[tuple[str, int]] = []
+    for link in links:
+        for info in link.get("addr_info", []):
+            address = info["local"]
+            family = socket.AF_INET6 if ":" in address else socket.AF_INET
+            server = stack.enter_context(socket.socket(family, socket.SOCK_STREAM))
+            scope = socket.if_nametoindex(link["ifname"]) if address.startswith("fe80") else 0
+            server.bind((address, 0, 0, scope) if family == socket.AF_INET6 else (address, 0))
+            server.listen(8)
+            # Inside, the interface pasta makes carries the name of the host's.
+            shown = f"{address}%{link['ifname']}" if scope else address
+            found.append((shown, server.getsockname()[1]))
+    return found
+
+
+def _serve_once(server: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn, _ = server.accept()
+        with conn:
+            conn.sendall(b"hello")
+
+
+def test_open_egress_has_its_own_namespace_and_reaches_nothing_of_the_host(make_realm):
     rid = make_realm().realm_id
-    probe = (
-        "import json, socket\n"
-        "try:\n"
-        f"    socket.create_connection(('127.0.0.1', {listener}), timeout=2).close()\n"
-        "    out = 'connected'\n"
-        "except OSError as exc:\n"
-        "    out = 'refused'\n"
-        "open('/home/agent/net.txt', 'w').write(out)\n"
-        "import time; time.sleep(300)\n"
-    )
-    start(rid, [script_request("alpha", probe)], egress="open")
-    assert wait_for_file(layout.home_dir(rid, "alpha") / "net.txt") == "connected"
-    code = ESCAPES + f"\nprint(tcp('127.0.0.1', {listener}))"
+    with contextlib.ExitStack() as stack:
+        tcp = _host_listeners(stack)
+        assert any(host == "127.0.0.1" for host, _ in tcp)
+        assert any(not host.startswith(("127.", "::1")) for host, _ in tcp), tcp
+        abstract = stack.enter_context(socket.socket(socket.AF_UNIX))
+        abstract_name = f"\0bearpit-test-{os.getpid()}-{rid}"
+        abstract.bind(abstract_name)
+        abstract.listen(1)
+        unix_path = layout.sockets_dir() / "egress-probe.sock"
+        unix_path.unlink(missing_ok=True)
+        unix = stack.enter_context(socket.socket(socket.AF_UNIX))
+        unix.bind(str(unix_path))
+        unix_path.chmod(0o666)
+        unix.listen(1)
+        threading.Thread(target=_serve_once, args=(unix,), daemon=True).start()
+        targets = {
+            "tcp": tcp,
+            "abstract": abstract_name,
+            "unix": f"{layout.SANDBOX_SOCKETS}/egress-probe.sock",
+        }
+        rows = start(rid, [script_request("alpha", EGRESS_PROBE, json.dumps(targets))],
+                     egress="open")  # fmt: skip
+        try:
+            result = json.loads(wait_for_file(layout.home_dir(rid, "alpha") / "net.json"))
+        except AssertionError:
+            raise AssertionError(layout.log_path(rid, "alpha").read_text()[-3000:]) from None
+        unix_path.unlink(missing_ok=True)
+    # No address of the host answers, not even through pasta's NAT.
+    assert all(v.startswith("refused") for v in result["tcp"].values()), result["tcp"]
+    assert set(result["tcp"]) == {host for host, _ in tcp}
+    assert result["abstract"].startswith("refused"), result  # not the host's namespace
+    assert result["unix"] == "hello", result  # the platform's sockets still work
+    # The NAT side, as far as this offline host can show it: a default route over a
+    # tap device that is up.
+    assert result["default_route"] and result["links_up"], result
+    assert result["default_route"][0] in result["links_up"]
+    # run_code still has no network at all.
+    code = ESCAPES + f"\nprint(tcp('127.0.0.1', {tcp[0][1]}))"
     assert run_code(rid, "alpha", code).output.startswith("refused")
+    assert rows[0].egress == "open"
+    namespace = netns.path_for(layout.install_tag(), rid, "alpha")
+    assert namespace.exists()
+    release_realm(rid)
+    assert not namespace.exists()  # pasta and the namespace go with the realm
 
 
 def test_cpu_quota_holds(make_realm):
