@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from realms.forge import layout, quota
+from realms.forge import layout, quota, uids
 from realms.forge.backends import SandboxBackend, SandboxError, get_backend
 from realms.forge.command import runtime_argv
 from realms.forge.models import Sandbox
@@ -114,9 +114,15 @@ def _allocate_rows(
     egress: Egress,
     limits: Limits,
 ) -> list[Sandbox]:
-    """Insert one row per agent with a free host uid; the realm's gid is its first uid."""
+    """Insert one row per agent with a free host uid; the realm's gid is its first uid.
+
+    Free means: no live row of this installation has it, and its host-wide lease is
+    ours (realms/forge/uids.py), so no other installation on this host runs an agent
+    as it and no process owns it. The leases stay with this process until
+    :func:`start_agent_sandboxes` has handed each to its sandbox."""
     base, count = settings.BEARPIT_SANDBOX_UID_BASE, settings.BEARPIT_SANDBOX_UID_COUNT
     for _attempt in range(5):
+        leased: list[int] = []
         try:
             with transaction.atomic():
                 used = set(
@@ -124,13 +130,18 @@ def _allocate_rows(
                         "host_uid", flat=True
                     )
                 )
-                free = (uid for uid in range(base, base + count) if uid not in used)
+                free = (
+                    uid
+                    for uid in range(base, base + count)
+                    if uid not in used and uids.try_lease(uid)
+                )
                 rows: list[Sandbox] = []
                 gid: int | None = None
                 for req in requests:
                     uid = next(free, None)
                     if uid is None:
                         raise ForgeError(f"no free sandbox uid in {base}..{base + count - 1}")
+                    leased.append(uid)
                     gid = uid if gid is None else gid
                     rows.append(
                         Sandbox.objects.create(
@@ -146,6 +157,7 @@ def _allocate_rows(
                     )
                 return rows
         except IntegrityError:
+            _drop_leases(leased)
             if Sandbox.objects.filter(
                 realm_id=realm_id,
                 agent_id__in=[r.agent_id for r in requests],
@@ -153,7 +165,15 @@ def _allocate_rows(
             ).exists():
                 raise ForgeError(f"realm {realm_id}: an agent already has a live sandbox") from None
             continue  # another realm took one of the uids at the same moment: try again
+        except BaseException:
+            _drop_leases(leased)
+            raise
     raise ForgeError("could not allocate sandbox uids; too much contention")
+
+
+def _drop_leases(leased: Sequence[int]) -> None:
+    for uid in leased:
+        uids.drop(uid)
 
 
 def _birth_dir(spec: SandboxSpec) -> Path:
@@ -232,6 +252,16 @@ def start_agent_sandboxes(
     rows = _allocate_rows(
         realm_id, requests, chosen, shared=shared_folder, egress=egress, limits=caps
     )
+    try:
+        return _start_rows(impl, rows, requests)
+    finally:
+        # Each started sandbox holds its own lease now; failed ones need none.
+        _drop_leases([row.host_uid for row in rows])
+
+
+def _start_rows(
+    impl: SandboxBackend, rows: list[Sandbox], requests: Sequence[AgentSandboxRequest]
+) -> list[Sandbox]:
     started: list[Sandbox] = []
     for row, req in zip(rows, requests, strict=True):
         spec = replace(spec_for(row, req.argv), env=dict(req.env))
@@ -245,6 +275,7 @@ def start_agent_sandboxes(
             )
             _undo(impl, started, rows, reason=f"agent {req.agent_id} failed to start")
             raise ForgeError(f"agent {req.agent_id}: {exc}", req.agent_id) from exc
+        uids.drop(row.host_uid)
         promoted = Sandbox.objects.filter(pk=row.pk, state=Sandbox.State.STARTING).update(
             pid=handle.pid,
             pid_start_time=handle.start_time,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from realms.forge import layout, netns
+from realms.forge import layout, netns, uids
 from realms.forge.backends import SandboxError, host
 from realms.forge.spec import Egress, ExecResult, SandboxHandle, SandboxSpec, base_env
 
@@ -65,8 +65,14 @@ class BwrapBackend:
                 raise SandboxError(f"open egress for {spec.agent_id}: {exc}") from None
 
     def start(self, spec: SandboxSpec) -> SandboxHandle:
-        command = bwrap_command(spec, list(spec.argv), exec_mode=False)
-        return host.start_detached(spec, command, spec.full_env(), ready_uid=spec.host_uid)
+        # bwrap keeps the uid's host-wide lease for as long as the sandbox runs.
+        lease = uids.held_fd(spec.host_uid)
+        if lease is None:
+            raise SandboxError(f"agent {spec.agent_id}: uid {spec.host_uid} is not leased")
+        command = bwrap_command(spec, list(spec.argv), exec_mode=False, sync_fd=lease)
+        return host.start_detached(
+            spec, command, spec.full_env(), ready_uid=spec.host_uid, pass_fds=[lease]
+        )
 
     def alive(self, spec: SandboxSpec, handle: SandboxHandle) -> bool:
         return host.alive(handle)
@@ -135,10 +141,13 @@ def _write_etc(spec: SandboxSpec) -> None:
         (etc / name).write_text(text, encoding="utf-8")
 
 
-def bwrap_command(spec: SandboxSpec, inner: list[str], *, exec_mode: bool) -> list[str]:
+def bwrap_command(
+    spec: SandboxSpec, inner: list[str], *, exec_mode: bool, sync_fd: int | None = None
+) -> list[str]:
     """The bwrap argv; ``exec_mode`` is run_code's view: no sockets, no network, the
     birth config hidden under an empty tmpfs, and dying with its caller. Open egress
-    starts bwrap inside the sandbox's own network namespace (``nsenter`` execs it)."""
+    starts bwrap inside the sandbox's own network namespace (``nsenter`` execs it).
+    ``sync_fd`` stays open in bwrap, and only there, while the sandbox runs."""
     args = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
     if exec_mode or spec.egress != Egress.OPEN:
         args.append("--unshare-net")
@@ -147,6 +156,8 @@ def bwrap_command(spec: SandboxSpec, inner: list[str], *, exec_mode: bool) -> li
     args += ["--hostname", "agent", "--new-session"]
     if exec_mode:
         args.append("--die-with-parent")
+    if sync_fd is not None:
+        args += ["--sync-fd", str(sync_fd)]
     args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
     args += ["--ro-bind", "/usr", "/usr"]
     for top in _TOP_LEVEL:

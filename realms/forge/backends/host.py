@@ -88,8 +88,10 @@ def launch(
     *,
     stdout: int,
     stdin: int = subprocess.DEVNULL,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
-    """Start ``command`` in a new session, inside the agent's cgroups and rlimits."""
+    """Start ``command`` in a new session, inside the agent's cgroups and rlimits;
+    ``pass_fds`` are the only descriptors it inherits."""
     groups = agent_cgroups(spec)
     join = [str(p) for p in groups.procs_files()] if groups is not None else []
     argv = [
@@ -105,11 +107,17 @@ def launch(
         env=dict(env),
         start_new_session=True,
         close_fds=True,
+        pass_fds=tuple(pass_fds),
     )
 
 
 def start_detached(
-    spec: SandboxSpec, command: Sequence[str], env: Mapping[str, str], *, ready_uid: int | None
+    spec: SandboxSpec,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    ready_uid: int | None,
+    pass_fds: Sequence[int] = (),
 ) -> SandboxHandle:
     """Launch the sandbox with output appended to its log; wait until it runs.
 
@@ -119,7 +127,7 @@ def start_detached(
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
     offset = spec.log_path.stat().st_size if spec.log_path.exists() else 0
     with spec.log_path.open("ab") as log_file:
-        proc = launch(spec, command, env, stdout=log_file.fileno())
+        proc = launch(spec, command, env, stdout=log_file.fileno(), pass_fds=pass_fds)
     started = procs.start_time(proc.pid)
     with _children_lock:
         _children[proc.pid] = proc

@@ -1,0 +1,103 @@
+"""Sandbox uids are leased host-wide: another installation's uids, and uids that own
+processes, are never handed out; a dead holder's lease is free again."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+from django.conf import settings
+
+from realms.forge import uids
+from realms.forge.services import stop_agent_sandbox
+from tests.conftest import REPO
+from tests.realms.forge.conftest import processes_of, script_request, start
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+SLEEPER = "import time; time.sleep(300)"
+
+# Another installation's worker on this host: it leases a uid with the same code (its
+# own BEARPIT_HOME and database know nothing of ours) and holds it until killed.
+OTHER_INSTALLATION = (
+    "import sys\n"
+    "from realms.forge import uids\n"
+    "assert uids.try_lease(int(sys.argv[1]))\n"
+    "print('held', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+
+
+# The lock itself, whatever processes the uid has.
+FLOCK_PROBE = (
+    "import fcntl, os, sys\n"
+    "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+    "try:\n"
+    "    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+    "    print('free')\n"
+    "except BlockingIOError:\n"
+    "    print('held')\n"
+)
+
+
+def _other_installation(uid: int) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", OTHER_INSTALLATION, str(uid)],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_uid_another_installation_holds_is_skipped_until_its_holder_dies(make_realm):
+    base = settings.BEARPIT_SANDBOX_UID_BASE
+    holder = _other_installation(base)
+    try:
+        first = start(make_realm().realm_id, [script_request("alpha", SLEEPER)])
+        assert first[0].host_uid != base, "two installations gave out the same uid"
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder died without letting go: its lease went with it.
+    second = start(make_realm().realm_id, [script_request("alpha", SLEEPER)])
+    assert second[0].host_uid == base
+
+
+def test_a_uid_that_owns_processes_is_never_handed_out(make_realm):
+    base = settings.BEARPIT_SANDBOX_UID_BASE
+    squatter = subprocess.Popen(
+        ["setpriv", f"--reuid={base}", f"--regid={base}", "--clear-groups", "sleep", "60"]
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while not processes_of(base, expect=1) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        rows = start(make_realm().realm_id, [script_request("alpha", SLEEPER)])
+        assert rows[0].host_uid != base
+    finally:
+        squatter.kill()
+        squatter.wait()
+
+
+def test_a_running_sandbox_holds_its_own_lease(make_realm):
+    rid = make_realm().realm_id
+    rows = start(rid, [script_request("alpha", SLEEPER), script_request("bravo", SLEEPER)])
+    for row in rows:
+        # Held by the sandbox itself, not by this (platform) process any more.
+        assert uids.held_fd(row.host_uid) is None
+        probe = subprocess.run(
+            [sys.executable, "-c", FLOCK_PROBE, str(uids.lease_dir() / f"{row.host_uid}.lock")],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert probe.stdout.strip() == "held", probe
+    stop_agent_sandbox(rid, "alpha", "test")
+    deadline = time.monotonic() + 10
+    while processes_of(rows[0].host_uid, expect=0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert uids.try_lease(rows[0].host_uid)  # the sandbox is gone, and its lease with it
+    uids.drop(rows[0].host_uid)
