@@ -10,6 +10,7 @@ Teardown order for a concluding realm: ``stop_realm_sandboxes`` → ``capture_ou
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -315,11 +316,30 @@ def _undo(
     )
     for row in rows:
         try:
+            _remove_birth(spec_for(row))
             impl.release(spec_for(row))
         except Exception:
             log.exception("releasing %s after a failed start", row)
     if rows and rows[0].shared:
         quota.unmount(layout.shared_dir(rows[0].realm_id))
+
+
+def _remove_birth(spec: SandboxSpec) -> None:
+    """Delete the birth config (its tokens are revoked, but tokens all the same) before
+    the home is unmounted and kept as an image. ``.bearpit`` is the agent's to replace,
+    so it is opened without following a symlink and the file removed relative to it."""
+    try:
+        fd = os.open(
+            spec.home / layout.BIRTH_DIR_NAME, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+        )
+    except OSError:
+        return
+    try:
+        for name in (layout.BIRTH_FILE_NAME, f".{layout.BIRTH_FILE_NAME}.part"):
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+                os.unlink(name, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def stop_agent_sandbox(realm_id: str, agent_id: str, reason: str) -> bool:
@@ -373,7 +393,9 @@ def release_realm(realm_id: str) -> None:
     for row in Sandbox.objects.filter(realm_id=realm_id).order_by("created_at"):
         latest[row.agent_id] = row
     for row in latest.values():
-        get_backend(row.backend).release(spec_for(row))
+        spec = spec_for(row)
+        _remove_birth(spec)
+        get_backend(row.backend).release(spec)
     quota.unmount(layout.shared_dir(realm_id))
     if layout.realm_dir(realm_id).is_dir():
         released_marker(realm_id).touch()

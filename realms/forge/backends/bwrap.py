@@ -139,6 +139,7 @@ def _write_etc(spec: SandboxSpec) -> None:
     }
     for name, text in files.items():
         (etc / name).write_text(text, encoding="utf-8")
+        (etc / name).chmod(0o644)  # read by the agent's uid inside
 
 
 def bwrap_command(
