@@ -22,7 +22,9 @@ from realms.forge.services import release_realm
 from tests.realms.forge.conftest import (
     SMALL,
     escape_targets,
+    planted_secret,
     processes_of,
+    same_uid_holder,
     script_request,
     start,
     wait_for_file,
@@ -30,6 +32,21 @@ from tests.realms.forge.conftest import (
 from tests.realms.forge.probes import DISK_FILL, ESCAPES, FORK_BOMB, MEMORY_HOG
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+
+def wait_for_environ(pid: int, needle: str, timeout: float = 5.0) -> bool:
+    """Whether ``pid``'s environment (read from the host) holds ``needle``: the plant
+    took, so finding nothing inside means something."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if needle.encode() in Path(f"/proc/{pid}/environ").read_bytes():
+                return True
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return False
+
 
 RUNTIME_PROBE = (
     ESCAPES
@@ -41,10 +58,20 @@ def child(code):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     return {"code": done.returncode, "out": done.stdout.strip().splitlines()[-1:]}
 result["disk_home"] = child(DISK_FILL)
+import shutil; shutil.rmtree("/home/agent/fill")  # room for what is written below
 result["memory"] = child(MEMORY_HOG)
 with open("/home/agent/result.json.tmp", "w") as handle:
     json.dump(result, handle)
 os.rename("/home/agent/result.json.tmp", "/home/agent/result.json")
+# Then the environments of the host processes the test names once it has planted them.
+for _ in range(600):
+    if os.path.exists("/home/agent/go.json"):
+        break
+    time.sleep(0.05)
+targets["pids"] = json.load(open("/home/agent/go.json"))
+with open("/home/agent/environ.json.tmp", "w") as handle:
+    json.dump(escapes(targets)["environ_leaks"], handle)
+os.rename("/home/agent/environ.json.tmp", "/home/agent/environ.json")
 bomb = child(FORK_BOMB)
 with open("/home/agent/fork.json.tmp", "w") as handle:
     json.dump(bomb, handle)
@@ -57,7 +84,8 @@ time.sleep(300)
 def test_runtime_uid_cannot_escape_and_caps_hold(make_realm, listener):
     realm = make_realm()
     rid = realm.realm_id
-    targets = escape_targets(rid, listener, "sk-virtual")
+    needle, secret_file = planted_secret()
+    targets = escape_targets(rid, listener, needle, secret_file, [])
     targets_arg = json.dumps(targets)
     script = (
         RUNTIME_PROBE.replace("child(DISK_FILL)", f"child({DISK_FILL!r})")
@@ -65,7 +93,10 @@ def test_runtime_uid_cannot_escape_and_caps_hold(make_realm, listener):
         .replace("child(FORK_BOMB)", f"child({FORK_BOMB!r})")
     )
     probe = script_request("alpha", script, targets_arg)
-    bravo = script_request("bravo", "import time; time.sleep(300)")
+    bravo = replace(
+        script_request("bravo", "import time; time.sleep(300)"),
+        env={"BEARPIT_PLANTED_SECRET": needle},
+    )
     rows = start(rid, [probe, bravo])
     alpha_row = rows[0]
     assert alpha_row.host_uid != rows[1].host_uid
@@ -89,6 +120,26 @@ def test_runtime_uid_cannot_escape_and_caps_hold(make_realm, listener):
     assert host_root - allowed, "the host's /root should hold more than the interpreter"
     # The runtime itself must read its own birth config.
     assert result["birth_readable"] is True
+
+    # A process of the agent's own uid outside the sandbox, and bravo's runtime, hold
+    # the secret in their environments: neither is visible from inside.
+    holder = same_uid_holder(alpha_row.host_uid, alpha_row.host_gid, needle)
+    try:
+        assert wait_for_environ(holder.pid, needle)
+        pids = [holder.pid, *procs.descendants(rows[1].pid)]
+        go = home / "go.json.tmp"
+        go.write_text(json.dumps([str(p) for p in pids]))
+        go.chmod(0o644)  # the platform writes 0600; the probe runs as the agent
+        go.rename(home / "go.json")
+        try:
+            leaks = json.loads(wait_for_file(home / "environ.json", timeout=30))
+        except AssertionError:
+            log = layout.log_path(rid, "alpha").read_text()[-2000:]
+            raise AssertionError(f"no environ.json: {log}") from None
+    finally:
+        holder.kill()
+        holder.wait()
+    assert leaks == [], leaks
 
     # Disk: stopped at the home's cap with "no space", far below what it tried.
     written, error = result["disk_home"]["out"][0].split()[1:3]
@@ -115,16 +166,21 @@ def test_runtime_uid_cannot_escape_and_caps_hold(make_realm, listener):
 def test_run_code_cannot_escape(make_realm, listener):
     realm = make_realm()
     rid = realm.realm_id
+    needle, secret_file = planted_secret()
     rows = start(
         rid,
         [
-            script_request("alpha", "import time; time.sleep(300)"),
+            replace(
+                script_request("alpha", "import time; time.sleep(300)"),
+                env={"BEARPIT_PLANTED_SECRET": needle},
+            ),
             script_request("bravo", "import time; time.sleep(300)"),
         ],
     )
     runtime_pids = procs.descendants(rows[0].pid)
-    targets = escape_targets(rid, listener, "sk-virtual")
-    targets["pids"] = [str(p) for p in runtime_pids]
+    # The runtime's environment holds the secret; run_code runs as the same uid.
+    assert any(wait_for_environ(pid, needle) for pid in runtime_pids)
+    targets = escape_targets(rid, listener, needle, secret_file, runtime_pids)
     code = ESCAPES + f"\nprint(json.dumps(escapes({json.dumps(targets)})))\n"
     result = run_code(rid, "alpha", code, timeout=30)
     assert result.exit_code == 0, result.output
