@@ -56,21 +56,35 @@ def _run(argv: list[str], stdin: str | None = None) -> str:
     return done.stdout
 
 
-def host_addresses() -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    """Every address on the host's interfaces, loopback included."""
-    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+#: Never reachable with open egress, whatever the host's interfaces: link-local
+#: (metadata services) and the shared address space some clouds serve metadata from.
+ALWAYS_REFUSED: tuple[Network, ...] = (
+    ipaddress.ip_network("169.254.0.0/16"),
+    ipaddress.ip_network("100.64.0.0/10"),
+    ipaddress.ip_network("fe80::/10"),
+)
+
+
+def host_networks() -> list[Network]:
+    """Every address on the host's interfaces (loopback included) and its subnet."""
+    found: list[Network] = []
     for link in json.loads(_run(["ip", "-j", "addr", "show"]) or "[]"):
         for info in link.get("addr_info", []):
-            with contextlib.suppress(KeyError, ValueError):
-                found.append(ipaddress.ip_address(info["local"]))
+            with contextlib.suppress(KeyError, ValueError, TypeError):
+                address = ipaddress.ip_address(info["local"])
+                found.append(ipaddress.ip_network(address))
+                found.append(ipaddress.ip_network(f"{address}/{info['prefixlen']}", strict=False))
     return found
 
 
-def filter_rules(addresses: list[ipaddress.IPv4Address | ipaddress.IPv6Address]) -> str:
+def filter_rules(networks: list[Network]) -> str:
     """nftables rules: the namespace's own loopback stays usable, and no packet leaves
-    it for an address of the host."""
-    v4 = sorted({str(a) for a in addresses if a.version == 4})
-    v6 = sorted({str(a) for a in addresses if a.version == 6})
+    it for the host, its subnets or the always-refused ranges."""
+    every = [*networks, *ALWAYS_REFUSED]
+    v4 = [str(n) for n in ipaddress.collapse_addresses(n for n in every if n.version == 4)]
+    v6 = [str(n) for n in ipaddress.collapse_addresses(n for n in every if n.version == 6)]
     lines = [
         "table inet bearpit_egress {",
         "  chain output {",
@@ -102,7 +116,7 @@ def create(ns: Path) -> None:
     ns.touch(mode=0o600)
     try:
         _run(["unshare", f"--net={ns}", "true"])
-        _run(["nsenter", f"--net={ns}", "nft", "-f", "-"], stdin=filter_rules(host_addresses()))
+        _run(["nsenter", f"--net={ns}", "nft", "-f", "-"], stdin=filter_rules(host_networks()))
         # --runas 0: this pasta drops to nobody before it joins the namespace, which
         # nobody may not do; it confines itself (namespaces, seccomp) once set up.
         _run(

@@ -29,9 +29,11 @@ from tests.realms.forge.conftest import (
     start,
     wait_for_file,
 )
-from tests.realms.forge.probes import DISK_FILL, ESCAPES, FORK_BOMB, MEMORY_HOG
+from tests.realms.forge.probes import DISK_FILL, ESCAPES, FORK_BOMB, MEMORY_HOG, WRITABLE
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+SLEEPER = "import time; time.sleep(300)"
 
 
 def wait_for_environ(pid: int, needle: str, timeout: float = 5.0) -> bool:
@@ -198,6 +200,17 @@ def test_run_code_cannot_escape(make_realm, listener):
     assert max(outcome["visible_pids"]) < 10
 
 
+def test_nothing_outside_home_shared_and_tmp_is_writable(make_realm):
+    rid = make_realm().realm_id
+    to_file = "open('/home/agent/writable.json', 'w').write(json.dumps("
+    runtime_probe = WRITABLE.replace("print(json.dumps(", to_file) + f"\n{SLEEPER}\n"
+    start(rid, [script_request("alpha", runtime_probe)], shared_folder=True)
+    as_runtime = json.loads(wait_for_file(layout.home_dir(rid, "alpha") / "writable.json"))
+    assert as_runtime["writable"] == [], as_runtime["writable"]
+    through_run_code = run_code(rid, "alpha", WRITABLE, timeout=60)
+    assert json.loads(through_run_code.output)["writable"] == [], through_run_code.output
+
+
 def test_run_code_caps_hold(make_realm):
     realm = make_realm()
     rid = realm.realm_id
@@ -334,6 +347,12 @@ def test_open_egress_has_its_own_namespace_and_reaches_nothing_of_the_host(make_
     assert rows[0].egress == "open"
     namespace = netns.path_for(layout.install_tag(), rid, "alpha")
     assert namespace.exists()
+    # What no test may send traffic to is refused by the filter all the same: the
+    # metadata service's link-local range, shared address space, the host's subnets.
+    rules = subprocess.run(["nsenter", f"--net={namespace}", "nft", "list", "ruleset"],
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    for refused in ("169.254.0.0/16", "100.64.0.0/10", "fe80::/10", "127.0.0.0/8"):
+        assert refused in rules, rules
     release_realm(rid)
     assert not namespace.exists()  # pasta and the namespace go with the realm
 
