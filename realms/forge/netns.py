@@ -162,3 +162,18 @@ def destroy(ns: Path) -> None:
             subprocess.run(["umount", "-l", str(ns)], capture_output=True, check=False)
     with contextlib.suppress(FileNotFoundError, IsADirectoryError):
         ns.unlink()
+
+
+def orphans(install_tag: str, busy_realms: set[str]) -> list[tuple[Path, str]]:
+    """(namespace, realm) of this installation's namespaces whose realm has no live
+    sandbox: left by a worker that died before releasing them."""
+    if not NETNS_DIR.is_dir():
+        return []
+    found: list[tuple[Path, str]] = []
+    for entry in sorted(NETNS_DIR.iterdir()):
+        if entry.name.endswith(".pasta.pid"):
+            continue
+        parts = entry.name.split("--")
+        if len(parts) == 3 and parts[0] == install_tag and parts[1] not in busy_realms:
+            found.append((entry, parts[1]))
+    return found
