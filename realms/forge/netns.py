@@ -25,6 +25,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 NETNS_DIR = Path("/run/bearpit/netns")
@@ -57,6 +58,7 @@ def _run(argv: list[str], stdin: str | None = None) -> str:
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 #: Never reachable with open egress, whatever the host's interfaces: link-local
 #: (metadata services) and the shared address space some clouds serve metadata from.
@@ -79,9 +81,25 @@ def host_networks() -> list[Network]:
     return found
 
 
-def filter_rules(networks: list[Network]) -> str:
+def nameservers(resolv_conf: Path = Path("/etc/resolv.conf")) -> list[IPAddress]:
+    """The host's DNS servers, which open-egress sandboxes are given (its resolv.conf)."""
+    found: list[IPAddress] = []
+    with contextlib.suppress(OSError):
+        for line in resolv_conf.read_text(encoding="utf-8").splitlines():
+            fields = line.split()
+            if len(fields) >= 2 and fields[0] == "nameserver":
+                with contextlib.suppress(ValueError):
+                    found.append(ipaddress.ip_address(fields[1].split("%", 1)[0]))
+    return found
+
+
+def filter_rules(networks: list[Network], dns: Sequence[IPAddress] = ()) -> str:
     """nftables rules: the namespace's own loopback stays usable, and no packet leaves
-    it for the host, its subnets or the always-refused ranges."""
+    it for the host, its subnets or the always-refused ranges, except DNS (port 53
+    only) to the host's nameservers when one sits in such a subnet (a LAN's router).
+    A nameserver that is the host itself stays refused."""
+    own = {ipaddress.ip_network(n.network_address) for n in networks if n.num_addresses == 1}
+    allowed_dns = [a for a in dns if not a.is_loopback and ipaddress.ip_network(a) not in own]
     every = [*networks, *ALWAYS_REFUSED]
     v4 = [str(n) for n in ipaddress.collapse_addresses(n for n in every if n.version == 4)]
     v6 = [str(n) for n in ipaddress.collapse_addresses(n for n in every if n.version == 6)]
@@ -91,6 +109,9 @@ def filter_rules(networks: list[Network]) -> str:
         "    type filter hook output priority 0; policy accept;",
         '    oif "lo" accept',
     ]
+    for server in allowed_dns:
+        family = "ip" if server.version == 4 else "ip6"
+        lines.append(f"    {family} daddr {server} meta l4proto {{ tcp, udp }} th dport 53 accept")
     if v4:
         lines.append(f"    ip daddr {{ {', '.join(v4)} }} reject with icmpx type admin-prohibited")
     if v6:
@@ -116,7 +137,8 @@ def create(ns: Path) -> None:
     ns.touch(mode=0o600)
     try:
         _run(["unshare", f"--net={ns}", "true"])
-        _run(["nsenter", f"--net={ns}", "nft", "-f", "-"], stdin=filter_rules(host_networks()))
+        rules = filter_rules(host_networks(), nameservers())
+        _run(["nsenter", f"--net={ns}", "nft", "-f", "-"], stdin=rules)
         # --runas 0: this pasta drops to nobody before it joins the namespace, which
         # nobody may not do; it confines itself (namespaces, seccomp) once set up.
         _run(

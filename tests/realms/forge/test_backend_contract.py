@@ -4,6 +4,7 @@ arguments it builds (the engine itself is exercised where one exists)."""
 from __future__ import annotations
 
 import ast
+import ipaddress
 import sys
 import tomllib
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from packaging.markers import Marker
 from packaging.utils import canonicalize_name
 
-from realms.forge import layout
+from realms.forge import layout, netns
 from realms.forge.backends import SandboxError, get_backend
 from realms.forge.backends.bwrap import _read_only_paths, bwrap_command
 from realms.forge.backends.docker import DockerBackend, container_argv
@@ -179,3 +180,20 @@ def test_secret_discovery_and_masking():
         "key [redacted], header [redacted], bus [redacted], model gpt"
     )
     assert mask_secrets("abc", ["abc"]) == "abc"  # too short to mask safely
+
+
+def test_open_egress_filter_refuses_the_host_and_lets_only_dns_to_a_lan_nameserver(tmp_path):
+    host = [ipaddress.ip_network("192.0.2.2"), ipaddress.ip_network("192.0.2.0/24")]
+    host += [ipaddress.ip_network("127.0.0.1"), ipaddress.ip_network("127.0.0.0/8")]
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 192.0.2.1\nnameserver 192.0.2.2\nnameserver 127.0.0.53\n")
+    rules = netns.filter_rules(host, netns.nameservers(resolv))
+    accepts = [line.strip() for line in rules.splitlines() if line.strip().endswith("accept")]
+    # The router's DNS port only; never the host itself, whatever resolv.conf says.
+    assert accepts == [
+        'oif "lo" accept',
+        "ip daddr 192.0.2.1 meta l4proto { tcp, udp } th dport 53 accept",
+    ]
+    refused = next(line for line in rules.splitlines() if line.strip().startswith("ip daddr {"))
+    for network in ("192.0.2.0/24", "127.0.0.0/8", "169.254.0.0/16", "100.64.0.0/10"):
+        assert network in refused
