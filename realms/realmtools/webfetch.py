@@ -7,9 +7,11 @@ answer can never redirect the request. At most three redirects, each vetted
 again. No cookies, no proxy variables, a 10 s deadline for the whole fetch, a
 256 KB body cap, and only text, JSON or XML bodies.
 
-The deadline bounds every blocking step (connect, TLS handshake, each send and each
-read), not each step anew: a server trickling one byte at a time cannot hold the
-fetch, and the worker thread it runs on, past it.
+The deadline bounds every blocking step (name lookup, connect, TLS handshake, each send
+and each read), not each step anew: a server trickling one byte at a time, or a name
+server answering late, cannot hold the fetch, and the worker thread it runs on, past it.
+A lookup cannot be interrupted, so it runs on a small pool of its own and is abandoned
+at the deadline; the pool's size bounds how many threads late answers can hold.
 
 The address policy and the resolver are parameters so tests can fetch from a
 loopback server with an explicit policy; production callers use the defaults.
@@ -27,6 +29,8 @@ import socket
 import ssl
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
@@ -85,6 +89,23 @@ def _parts(url: str) -> tuple[SplitResult, str, int]:
     if not host:
         raise Refusal("the URL has no host")
     return parts, host, port or (443 if parts.scheme == "https" else 80)
+
+
+_LOOKUPS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="web-fetch-dns")
+
+
+def _within(resolve: Resolver, deadline: float, too_slow: str) -> Resolver:
+    """``resolve``, given up on (with a refusal) at ``deadline``."""
+
+    def bounded(host: str, port: int) -> list[str]:
+        future = _LOOKUPS.submit(resolve, host, port)
+        try:
+            return future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            future.cancel()
+            raise Refusal(too_slow) from None
+
+    return bounded
 
 
 def _vet(host: str, port: int, policy: AddressPolicy, resolve: Resolver) -> str:
@@ -262,8 +283,8 @@ def fetch(
         parts, host, port = _parts(current)
         if not _allowed(host, allow):
             raise Refusal(f"{host} is not on this realm's web_fetch allowlist")
-        address = _vet(host, port, policy, resolve)
         too_slow = f"the fetch did not finish within {timeout:g} seconds"
+        address = _vet(host, port, policy, _within(resolve, deadline, too_slow))
         if time.monotonic() >= deadline:
             raise Refusal(too_slow)
         conn = _PinnedConnection(host, port, address, parts.scheme == "https", deadline)

@@ -311,3 +311,14 @@ def test_the_deadline_covers_the_whole_exchange_against_a_trickling_server(start
     assert elapsed < 4.0, elapsed
     assert len(outcome) == 1 and isinstance(outcome[0], Refusal), outcome
     assert "did not finish within 2 seconds" in str(outcome[0])
+
+
+def test_the_deadline_covers_a_name_lookup_that_hangs():
+    def slow_dns(host, port):
+        time.sleep(4)  # an authoritative server of the agent's that answers late
+        return ["127.0.0.1"]
+
+    began = time.monotonic()
+    with pytest.raises(Refusal, match="did not finish within 1 seconds"):
+        webfetch.fetch("http://slow.example/", resolve=slow_dns, policy=loopback_only, timeout=1)
+    assert time.monotonic() - began < 2.5
