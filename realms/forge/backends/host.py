@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -60,6 +61,10 @@ def prepare_dirs(spec: SandboxSpec, *, cap_disks: bool, with_cgroups: bool = Tru
         path.chmod(0o700)
     spec.sockets.mkdir(parents=True, exist_ok=True)
     spec.sockets.chmod(0o755)
+    # Earlier versions kept trace locks, named for every realm and agent, in there.
+    legacy_locks = spec.sockets / "locks"
+    if legacy_locks.is_dir() and not legacy_locks.is_symlink():
+        shutil.rmtree(legacy_locks, ignore_errors=True)
     if cap_disks:
         quota.mount_capped(
             home.parent / "home.img", home, spec.limits.disk_bytes,

@@ -83,6 +83,10 @@ def test_a_sandbox_sees_no_other_realm_or_agent_in_its_sockets_dir(make_realm):
     # Another realm's agent has a trace being ingested (its lock file exists).
     with traces._agent_lock(other_rid, "mallory"):
         pass
+    # And an installation upgraded from a version that kept those locks in run/.
+    legacy = layout.sockets_dir() / "locks"
+    legacy.mkdir(exist_ok=True)
+    (legacy / f"trace-{other_rid}--mallory.lock").touch()
     rid = make_realm().realm_id
     start(rid, [script_request("alpha", LIST_RUN), script_request("bravo", SLEEPER)])
     seen = json.loads(wait_for_file(layout.home_dir(rid, "alpha") / "run.json"))
