@@ -3,6 +3,7 @@ processes, are never handed out; a dead holder's lease is free again."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -66,6 +67,54 @@ def test_a_uid_another_installation_holds_is_skipped_until_its_holder_dies(make_
     # The holder died without letting go: its lease went with it.
     second = start(make_realm().realm_id, [script_request("alpha", SLEEPER)])
     assert second[0].host_uid == base
+
+
+# A whole second installation: its own BEARPIT_HOME and database, the same uid range,
+# one bwrap sandbox running until its stdin closes.
+SECOND_INSTALLATION = r"""
+import sys, django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from realms.forge.services import AgentSandboxRequest, release_realm, start_agent_sandboxes
+from realms.forge.spec import MIB, Limits
+limits = Limits(memory_bytes=192 * MIB, cpus=1.0, max_processes=48, disk_bytes=16 * MIB,
+                shared_disk_bytes=16 * MIB)
+request = AgentSandboxRequest(agent_id="alpha", birth_config="{}",
+                              argv=["/bin/sleep", "300"])
+rows = start_agent_sandboxes("elsewhere", [request], limits=limits, backend="bwrap")
+print(rows[0].host_uid, flush=True)
+sys.stdin.read()
+release_realm("elsewhere")
+"""
+
+
+def test_two_installations_on_one_host_never_share_a_uid(make_realm, tmp_path):
+    base = settings.BEARPIT_SANDBOX_UID_BASE
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BEARPIT_")}
+    env |= {
+        "DJANGO_SETTINGS_MODULE": "bearpit.settings",
+        "BEARPIT_HOME": str(tmp_path / "second-home"),
+        "BEARPIT_SECRET_KEY": "second-installation-" + "x" * 40,
+        "BEARPIT_SANDBOX": "bwrap",
+        "BEARPIT_SANDBOX_UID_BASE": str(base),
+        "BEARPIT_SANDBOX_UID_COUNT": str(settings.BEARPIT_SANDBOX_UID_COUNT),
+    }
+    second = subprocess.Popen(
+        [sys.executable, "-c", SECOND_INSTALLATION],
+        cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert second.stdout is not None
+        their_uid = int(second.stdout.readline())
+        assert their_uid == base  # the first free uid of the range
+        ours = start(make_realm().realm_id, [script_request("alpha", SLEEPER)])
+        assert ours[0].host_uid != their_uid, "both installations run an agent as one uid"
+    finally:
+        assert second.stdin is not None
+        second.stdin.close()
+        second.wait(timeout=60)
+    assert second.returncode == 0
 
 
 def test_a_uid_that_owns_processes_is_never_handed_out(make_realm):
