@@ -124,6 +124,16 @@ def processes_of(uid: int, expect: int, timeout: float = 5.0) -> list[int]:
 
 
 @pytest.fixture
+def gateway() -> Iterator[None]:
+    """The real model gateway on the sockets directory's ``gateway.sock``."""
+    from ledger.gateway.server import GatewayServer
+
+    server = GatewayServer(uds_path=layout.sockets_dir() / "gateway.sock").start()
+    yield
+    server.stop()
+
+
+@pytest.fixture
 def listener() -> Iterator[int]:
     """A TCP port on 127.0.0.1 that accepts: a sandbox reaching it would be a leak."""
     server = socket.socket()

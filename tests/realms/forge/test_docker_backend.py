@@ -170,15 +170,6 @@ time.sleep(300)
 ).replace("child(DISK_FILL)", f"child({DISK_FILL!r})")
 
 
-@pytest.fixture
-def gateway() -> Iterator[None]:
-    from ledger.gateway.server import GatewayServer
-
-    server = GatewayServer(uds_path=layout.sockets_dir() / "gateway.sock").start()
-    yield
-    server.stop()
-
-
 def test_the_container_holds_the_agent_down(make_realm, listener, gateway, engine):
     """As the agent's uid, no capabilities, read-only root, no network, only its own
     home; the platform sockets reachable but read-only."""
