@@ -45,17 +45,19 @@ def _ensure_dir() -> Path:
 
 
 def owns_processes(uid: int) -> bool:
-    """Whether any process on the host runs with ``uid`` as its real, effective, saved
-    or filesystem uid."""
+    """Whether any process on the host runs with ``uid`` as any of its uids, or as any
+    of its gids: a realm's gid is its first agent's uid, and the rest of the realm keeps
+    running with it after that agent (and its lease) is gone."""
+    wanted = str(uid)
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/status", encoding="utf-8") as status:
                 for line in status:
-                    if line.startswith("Uid:"):
-                        if str(uid) in line.split()[1:]:
-                            return True
+                    if line.startswith(("Uid:", "Gid:")) and wanted in line.split()[1:]:
+                        return True
+                    if line.startswith("Gid:"):
                         break
         except OSError:
             continue

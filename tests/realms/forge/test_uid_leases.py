@@ -133,6 +133,25 @@ def test_a_uid_that_owns_processes_is_never_handed_out(make_realm):
         squatter.wait()
 
 
+def test_a_uid_still_in_use_as_a_realms_group_is_never_handed_out(make_realm):
+    """A realm's gid is its first agent's uid; that agent may be gone (eliminated, its
+    lease with it) while the rest of its realm still runs with the gid."""
+    base = settings.BEARPIT_SANDBOX_UID_BASE
+    rest_of_realm = subprocess.Popen(
+        ["setpriv", f"--reuid={base + 7}", f"--regid={base}", "--clear-groups", "sleep", "60"]
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while not processes_of(base + 7, expect=1) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        rows = start(make_realm().realm_id, [script_request("alpha", SLEEPER)])
+        assert rows[0].host_uid != base
+        assert rows[0].host_gid != base  # would share the other realm's group
+    finally:
+        rest_of_realm.kill()
+        rest_of_realm.wait()
+
+
 def test_a_running_sandbox_holds_its_own_lease(make_realm):
     rid = make_realm().realm_id
     rows = start(rid, [script_request("alpha", SLEEPER), script_request("bravo", SLEEPER)])
@@ -144,9 +163,15 @@ def test_a_running_sandbox_holds_its_own_lease(make_realm):
             capture_output=True, text=True, check=True,
         )  # fmt: skip
         assert probe.stdout.strip() == "held", probe
-    stop_agent_sandbox(rid, "alpha", "test")
+    stop_agent_sandbox(rid, "bravo", "test")
     deadline = time.monotonic() + 10
+    while processes_of(rows[1].host_uid, expect=0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert uids.try_lease(rows[1].host_uid)  # the sandbox is gone, and its lease with it
+    uids.drop(rows[1].host_uid)
+    # alpha's uid is also the realm's group, which bravo ran with: only now is it free.
+    stop_agent_sandbox(rid, "alpha", "test")
     while processes_of(rows[0].host_uid, expect=0) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert uids.try_lease(rows[0].host_uid)  # the sandbox is gone, and its lease with it
+    assert uids.try_lease(rows[0].host_uid)
     uids.drop(rows[0].host_uid)
