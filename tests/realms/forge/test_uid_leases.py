@@ -43,6 +43,14 @@ FLOCK_PROBE = (
 )
 
 
+def _settled(uid: int) -> int:
+    """``uid``, once no process of an earlier test's sandbox owns it any more."""
+    deadline = time.monotonic() + 10
+    while uids.owns_processes(uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return uid
+
+
 def _other_installation(uid: int) -> subprocess.Popen[str]:
     holder = subprocess.Popen(
         [sys.executable, "-c", OTHER_INSTALLATION, str(uid)],
@@ -56,7 +64,7 @@ def _other_installation(uid: int) -> subprocess.Popen[str]:
 
 
 def test_a_uid_another_installation_holds_is_skipped_until_its_holder_dies(make_realm):
-    base = settings.BEARPIT_SANDBOX_UID_BASE
+    base = _settled(settings.BEARPIT_SANDBOX_UID_BASE)
     holder = _other_installation(base)
     try:
         first = start(make_realm().realm_id, [script_request("alpha", SLEEPER)])
@@ -90,7 +98,7 @@ release_realm("elsewhere")
 
 
 def test_two_installations_on_one_host_never_share_a_uid(make_realm, tmp_path):
-    base = settings.BEARPIT_SANDBOX_UID_BASE
+    base = _settled(settings.BEARPIT_SANDBOX_UID_BASE)
     env = {k: v for k, v in os.environ.items() if not k.startswith("BEARPIT_")}
     env |= {
         "DJANGO_SETTINGS_MODULE": "bearpit.settings",
