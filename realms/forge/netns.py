@@ -108,6 +108,8 @@ def filter_rules(networks: list[Network], dns: Sequence[IPAddress] = ()) -> str:
         "  chain output {",
         "    type filter hook output priority 0; policy accept;",
         '    oif "lo" accept',
+        # Neighbour discovery with the (link-local) IPv6 gateway, or IPv6 stops working.
+        "    icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept",
     ]
     for server in allowed_dns:
         family = "ip" if server.version == 4 else "ip6"

@@ -192,6 +192,7 @@ def test_open_egress_filter_refuses_the_host_and_lets_only_dns_to_a_lan_nameserv
     # The router's DNS port only; never the host itself, whatever resolv.conf says.
     assert accepts == [
         'oif "lo" accept',
+        "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept",
         "ip daddr 192.0.2.1 meta l4proto { tcp, udp } th dport 53 accept",
     ]
     refused = next(line for line in rules.splitlines() if line.strip().startswith("ip daddr {"))
