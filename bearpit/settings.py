@@ -10,6 +10,7 @@ Two shapes share this file:
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -107,6 +108,14 @@ try:
     BEARPIT_PROGRESS_EVERY_S = env.env_float("BEARPIT_PROGRESS_EVERY_S", 5.0, minimum=0.5)
 except env.SettingError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
+
+
+# The platform's state (database, chronicle, logs, keys) is its own user's alone: new
+# files are 0600 and directories 0700; what a sandbox must read is opened up one by one.
+os.umask(0o077)
+BEARPIT_HOME.mkdir(parents=True, exist_ok=True, mode=0o700)
+if BEARPIT_HOME.stat().st_uid == os.geteuid():
+    BEARPIT_HOME.chmod(0o700)
 
 
 def _home_secret(path: Path) -> str:

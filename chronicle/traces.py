@@ -32,8 +32,9 @@ MAX_EVENTS_PER_CALL = 2000
 
 @contextmanager
 def _agent_lock(realm_id: str, agent_id: str) -> Iterator[None]:
-    """One ingester per agent trace at a time, across worker processes on this host."""
-    lock_dir = Path(settings.BEARPIT_HOME) / "run" / "locks"
+    """One ingester per agent trace at a time, across worker processes on this host.
+    Not under ``run/``: sandboxes see that directory, and these names are every realm's."""
+    lock_dir = Path(settings.BEARPIT_HOME) / "locks"
     lock_dir.mkdir(parents=True, exist_ok=True)
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in f"{realm_id}--{agent_id}")
     with (lock_dir / f"trace-{safe}.lock").open("a") as handle:

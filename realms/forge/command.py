@@ -24,6 +24,12 @@ from realms.forge.bytecode import PYCACHE_DIR
 # it once into ``run/pycache`` (realms/forge/bytecode.py), which every sandbox sees
 # under its sockets directory; the bootstrap points Python's pycache prefix there.
 # Stale or missing entries are simply compiled again in memory, as before.
+#
+# The interpreter runs isolated (-I): the agent can write its cwd (its home) and the
+# user site under it, and ``python -c`` would put the cwd first on sys.path, so a
+# module planted there by run_code would shadow the runtime's own imports. -I also
+# ignores PYTHON* variables, so -u and -B say what those did.
+_PYTHON_FLAGS = ("-I", "-B", "-u")
 _BOOTSTRAP = (
     "import importlib.util, os, runpy, sys\n"
     "cache = os.path.join(os.environ.get('BEARPIT_SOCKETS') or '/nonexistent', "
@@ -50,13 +56,19 @@ def runtime_argv(*, await_birth_s: float | None = None) -> list[str]:
     package = str(Path(runtime.__file__).resolve().parent)
     birth = f"{layout.SANDBOX_HOME}/{layout.BIRTH_DIR_NAME}/{layout.BIRTH_FILE_NAME}"
     wait = ["--await-birth", f"{await_birth_s:g}"] if await_birth_s is not None else []
-    return [sys.executable, "-c", _BOOTSTRAP, package, *wait, birth]
+    return [sys.executable, *_PYTHON_FLAGS, "-c", _BOOTSTRAP, package, *wait, birth]
 
 
 def runtime_args_of(argv: Sequence[str]) -> list[str] | None:
     """The runtime's own arguments (``[--await-birth S] <birth.json>``) when ``argv`` is
     the :func:`runtime_argv` form, else None. A container runs the runtime from its
     image, so it keeps only these and drops the host's interpreter and package path."""
-    if len(argv) >= 4 and argv[1] == "-c" and argv[2] == _BOOTSTRAP:
-        return list(argv[4:])
+    flags = len(_PYTHON_FLAGS)
+    if (
+        len(argv) >= flags + 4
+        and tuple(argv[1 : flags + 1]) == _PYTHON_FLAGS
+        and argv[flags + 1] == "-c"
+        and argv[flags + 2] == _BOOTSTRAP
+    ):
+        return list(argv[flags + 4 :])
     return None

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 
-from realms.forge import cgroups, layout, procs, quota
+from realms.forge import cgroups, layout, netns, procs, quota
 from realms.forge.models import Sandbox
 from realms.forge.services import finish_stop, stop_agent_sandbox
 from realms.models import Realm
@@ -44,7 +44,8 @@ def reap(dry_run: bool = False) -> list[dict[str, Any]]:
     * sandbox rows still live whose realm is gone or finished (stopped);
     * bwrap sandbox processes of this installation no live row accounts for (killed);
     * containers of this installation no live row accounts for (removed);
-    * capped home / shared mounts of realms with no live sandbox (unmounted).
+    * capped home / shared mounts of realms with no live sandbox (unmounted);
+    * open-egress network namespaces (and their pasta) of such realms (removed).
     """
     found: list[dict[str, Any]] = []
     live_realms = _live_realms()
@@ -65,11 +66,15 @@ def reap(dry_run: bool = False) -> list[dict[str, Any]]:
         owner = _sandbox_home_of(procs.cmdline(pid))
         if owner is not None:
             candidates[pid] = owner
-    for pid, owner in sorted(candidates.items()):
-        # bwrap forks its pid-namespace init with the same argv: only the outer
-        # process of each sandbox counts, and killing it takes the whole tree.
-        if pid in live_pids or procs.parent(pid) in candidates:
-            continue
+    # bwrap forks its pid-namespace init with the same argv: only the outer process of
+    # each sandbox counts, and killing it takes the whole tree. Chosen before any kill,
+    # so an init whose parent was just killed is not counted as a sandbox of its own.
+    outer = {
+        pid: owner
+        for pid, owner in sorted(candidates.items())
+        if pid not in live_pids and procs.parent(pid) not in candidates
+    }
+    for pid, owner in outer.items():
         found.append({"kind": "process", "pid": pid, "realm": owner[0], "agent": owner[1]})
         if not dry_run:
             procs.kill_tree(pid, procs.start_time(pid), 1.0)
@@ -95,6 +100,10 @@ def reap(dry_run: bool = False) -> list[dict[str, Any]]:
         found.append({"kind": "mount", "path": target, "realm": realm_id})
         if not dry_run:
             quota.unmount(layout.realms_root() / target[len(str(layout.realms_root())) + 1 :])
+    for namespace, realm_id in netns.orphans(layout.install_tag(), busy_realms):
+        found.append({"kind": "netns", "path": str(namespace), "realm": realm_id})
+        if not dry_run:
+            netns.destroy(namespace)
     for group in _stale_cgroups(busy_realms):
         found.append({"kind": "cgroup", "path": str(group)})
         if not dry_run:

@@ -10,6 +10,7 @@ Teardown order for a concluding realm: ``stop_realm_sandboxes`` → ``capture_ou
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -21,7 +22,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from realms.forge import layout, quota
+from realms.forge import layout, quota, uids
 from realms.forge.backends import SandboxBackend, SandboxError, get_backend
 from realms.forge.command import runtime_argv
 from realms.forge.models import Sandbox
@@ -114,9 +115,15 @@ def _allocate_rows(
     egress: Egress,
     limits: Limits,
 ) -> list[Sandbox]:
-    """Insert one row per agent with a free host uid; the realm's gid is its first uid."""
+    """Insert one row per agent with a free host uid; the realm's gid is its first uid.
+
+    Free means: no live row of this installation has it, and its host-wide lease is
+    ours (realms/forge/uids.py), so no other installation on this host runs an agent
+    as it and no process owns it. The leases stay with this process until
+    :func:`start_agent_sandboxes` has handed each to its sandbox."""
     base, count = settings.BEARPIT_SANDBOX_UID_BASE, settings.BEARPIT_SANDBOX_UID_COUNT
     for _attempt in range(5):
+        leased: list[int] = []
         try:
             with transaction.atomic():
                 used = set(
@@ -124,13 +131,18 @@ def _allocate_rows(
                         "host_uid", flat=True
                     )
                 )
-                free = (uid for uid in range(base, base + count) if uid not in used)
+                free = (
+                    uid
+                    for uid in range(base, base + count)
+                    if uid not in used and uids.try_lease(uid)
+                )
                 rows: list[Sandbox] = []
                 gid: int | None = None
                 for req in requests:
                     uid = next(free, None)
                     if uid is None:
                         raise ForgeError(f"no free sandbox uid in {base}..{base + count - 1}")
+                    leased.append(uid)
                     gid = uid if gid is None else gid
                     rows.append(
                         Sandbox.objects.create(
@@ -146,6 +158,7 @@ def _allocate_rows(
                     )
                 return rows
         except IntegrityError:
+            _drop_leases(leased)
             if Sandbox.objects.filter(
                 realm_id=realm_id,
                 agent_id__in=[r.agent_id for r in requests],
@@ -153,7 +166,15 @@ def _allocate_rows(
             ).exists():
                 raise ForgeError(f"realm {realm_id}: an agent already has a live sandbox") from None
             continue  # another realm took one of the uids at the same moment: try again
+        except BaseException:
+            _drop_leases(leased)
+            raise
     raise ForgeError("could not allocate sandbox uids; too much contention")
+
+
+def _drop_leases(leased: Sequence[int]) -> None:
+    for uid in leased:
+        uids.drop(uid)
 
 
 def _birth_dir(spec: SandboxSpec) -> Path:
@@ -232,6 +253,16 @@ def start_agent_sandboxes(
     rows = _allocate_rows(
         realm_id, requests, chosen, shared=shared_folder, egress=egress, limits=caps
     )
+    try:
+        return _start_rows(impl, rows, requests)
+    finally:
+        # Each started sandbox holds its own lease now; failed ones need none.
+        _drop_leases([row.host_uid for row in rows])
+
+
+def _start_rows(
+    impl: SandboxBackend, rows: list[Sandbox], requests: Sequence[AgentSandboxRequest]
+) -> list[Sandbox]:
     started: list[Sandbox] = []
     for row, req in zip(rows, requests, strict=True):
         spec = replace(spec_for(row, req.argv), env=dict(req.env))
@@ -245,6 +276,7 @@ def start_agent_sandboxes(
             )
             _undo(impl, started, rows, reason=f"agent {req.agent_id} failed to start")
             raise ForgeError(f"agent {req.agent_id}: {exc}", req.agent_id) from exc
+        uids.drop(row.host_uid)
         promoted = Sandbox.objects.filter(pk=row.pk, state=Sandbox.State.STARTING).update(
             pid=handle.pid,
             pid_start_time=handle.start_time,
@@ -284,11 +316,30 @@ def _undo(
     )
     for row in rows:
         try:
+            _remove_birth(spec_for(row))
             impl.release(spec_for(row))
         except Exception:
             log.exception("releasing %s after a failed start", row)
     if rows and rows[0].shared:
         quota.unmount(layout.shared_dir(rows[0].realm_id))
+
+
+def _remove_birth(spec: SandboxSpec) -> None:
+    """Delete the birth config (its tokens are revoked, but tokens all the same) before
+    the home is unmounted and kept as an image. ``.bearpit`` is the agent's to replace,
+    so it is opened without following a symlink and the file removed relative to it."""
+    try:
+        fd = os.open(
+            spec.home / layout.BIRTH_DIR_NAME, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+        )
+    except OSError:
+        return
+    try:
+        for name in (layout.BIRTH_FILE_NAME, f".{layout.BIRTH_FILE_NAME}.part"):
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+                os.unlink(name, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def stop_agent_sandbox(realm_id: str, agent_id: str, reason: str) -> bool:
@@ -342,7 +393,9 @@ def release_realm(realm_id: str) -> None:
     for row in Sandbox.objects.filter(realm_id=realm_id).order_by("created_at"):
         latest[row.agent_id] = row
     for row in latest.values():
-        get_backend(row.backend).release(spec_for(row))
+        spec = spec_for(row)
+        _remove_birth(spec)
+        get_backend(row.backend).release(spec)
     quota.unmount(layout.shared_dir(realm_id))
     if layout.realm_dir(realm_id).is_dir():
         released_marker(realm_id).touch()

@@ -7,6 +7,12 @@ answer can never redirect the request. At most three redirects, each vetted
 again. No cookies, no proxy variables, a 10 s deadline for the whole fetch, a
 256 KB body cap, and only text, JSON or XML bodies.
 
+The deadline bounds every blocking step (name lookup, connect, TLS handshake, each send
+and each read), not each step anew: a server trickling one byte at a time, or a name
+server answering late, cannot hold the fetch, and the worker thread it runs on, past it.
+A lookup cannot be interrupted, so it runs on a small pool of its own and is abandoned
+at the deadline; the pool's size bounds how many threads late answers can hold.
+
 The address policy and the resolver are parameters so tests can fetch from a
 loopback server with an explicit policy; production callers use the defaults.
 """
@@ -15,12 +21,16 @@ from __future__ import annotations
 
 import fnmatch
 import http.client
+import io
 import ipaddress
 import re
+import select
 import socket
 import ssl
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
@@ -81,6 +91,23 @@ def _parts(url: str) -> tuple[SplitResult, str, int]:
     return parts, host, port or (443 if parts.scheme == "https" else 80)
 
 
+_LOOKUPS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="web-fetch-dns")
+
+
+def _within(resolve: Resolver, deadline: float, too_slow: str) -> Resolver:
+    """``resolve``, given up on (with a refusal) at ``deadline``."""
+
+    def bounded(host: str, port: int) -> list[str]:
+        future = _LOOKUPS.submit(resolve, host, port)
+        try:
+            return future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            future.cancel()
+            raise Refusal(too_slow) from None
+
+    return bounded
+
+
 def _vet(host: str, port: int, policy: AddressPolicy, resolve: Resolver) -> str:
     try:
         addresses = [host] if ipaddress.ip_address(host) else []
@@ -99,20 +126,109 @@ def _allowed(host: str, allow: Sequence[str]) -> bool:
     return not allow or any(fnmatch.fnmatch(host, pattern.lower()) for pattern in allow)
 
 
-class _PinnedConnection(http.client.HTTPConnection):
-    """An HTTP(S) connection to a vetted address, named by the original host."""
+class _FetchTimeout(Exception):
+    """The whole-fetch deadline passed."""
 
-    def __init__(self, host: str, port: int, address: str, tls: bool, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
+
+class _DeadlineSocket:
+    """A connected socket whose every send and receive waits at most until one
+    deadline; http.client reads headers and body through :meth:`makefile`."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+        # As socket.socket does: the connection may close its socket while the
+        # response still reads through the file made from it.
+        self._files = 0
+        self._closed = False
+
+    def _arm(self) -> None:
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise _FetchTimeout
+        self._sock.settimeout(remaining)
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        self._arm()
+        try:
+            return self._sock.recv_into(buffer, nbytes, flags)
+        except TimeoutError:
+            raise _FetchTimeout from None
+
+    def recv(self, size: int, flags: int = 0) -> bytes:
+        self._arm()
+        try:
+            return self._sock.recv(size, flags)
+        except TimeoutError:
+            raise _FetchTimeout from None
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self._arm()
+        try:
+            self._sock.sendall(data, flags)
+        except TimeoutError:
+            raise _FetchTimeout from None
+
+    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        if mode != "rb":
+            raise ValueError("only binary reading is supported")
+        self._files += 1
+        return io.BufferedReader(socket.SocketIO(self, "rb"))  # type: ignore[arg-type]
+
+    def _decref_socketios(self) -> None:
+        self._files = max(0, self._files - 1)
+        if self._closed and not self._files:
+            self._sock.close()
+
+    def close(self) -> None:
+        self._closed = True
+        if not self._files:
+            self._sock.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+def _tls_handshake(sock: socket.socket, host: str, deadline: float) -> ssl.SSLSocket:
+    """TLS over ``sock`` with the handshake bounded by ``deadline`` as a whole."""
+    context = ssl.create_default_context()
+    tls = context.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
+    tls.setblocking(False)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            tls.close()
+            raise _FetchTimeout
+        try:
+            tls.do_handshake()
+            return tls
+        except ssl.SSLWantReadError:
+            select.select([tls], [], [], remaining)
+        except ssl.SSLWantWriteError:
+            select.select([], [tls], [], remaining)
+
+
+class _PinnedConnection(http.client.HTTPConnection):
+    """An HTTP(S) connection to a vetted address, named by the original host, every
+    step of which ends at the fetch's deadline."""
+
+    def __init__(self, host: str, port: int, address: str, tls: bool, deadline: float) -> None:
+        super().__init__(host, port, timeout=max(0.001, deadline - time.monotonic()))
         self._address = address
         self._tls = tls
+        self._deadline = deadline
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), timeout=self.timeout)
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise _FetchTimeout
+        try:
+            sock = socket.create_connection((self._address, self.port), timeout=remaining)
+        except TimeoutError:
+            raise _FetchTimeout from None
         if self._tls:
-            context = ssl.create_default_context()
-            sock = context.wrap_socket(sock, server_hostname=self.host)
-        self.sock = sock
+            sock = _tls_handshake(sock, self.host, self._deadline)
+        self.sock = _DeadlineSocket(sock, self._deadline)
 
 
 def _media_type(header: str) -> str:
@@ -167,11 +283,11 @@ def fetch(
         parts, host, port = _parts(current)
         if not _allowed(host, allow):
             raise Refusal(f"{host} is not on this realm's web_fetch allowlist")
-        address = _vet(host, port, policy, resolve)
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise Refusal("the fetch did not finish within 10 seconds")
-        conn = _PinnedConnection(host, port, address, parts.scheme == "https", remaining)
+        too_slow = f"the fetch did not finish within {timeout:g} seconds"
+        address = _vet(host, port, policy, _within(resolve, deadline, too_slow))
+        if time.monotonic() >= deadline:
+            raise Refusal(too_slow)
+        conn = _PinnedConnection(host, port, address, parts.scheme == "https", deadline)
         try:
             path = parts.path or "/"
             conn.request(
@@ -197,12 +313,12 @@ def fetch(
                 raise Refusal(f"content type {media or 'unknown'!r} is not text, JSON or XML")
             body = bytearray()
             while len(body) <= max_bytes:
-                if time.monotonic() > deadline:
-                    raise Refusal("the fetch did not finish within 10 seconds")
-                chunk = response.read(min(65536, max_bytes + 1 - len(body)))
+                chunk = response.read1(min(65536, max_bytes + 1 - len(body)))
                 if not chunk:
                     break
                 body.extend(chunk)
+        except _FetchTimeout:
+            raise Refusal(too_slow) from None
         except (OSError, http.client.HTTPException) as exc:
             raise Refusal(f"fetching {host} failed: {exc}") from None
         finally:

@@ -5,6 +5,9 @@ RLIMIT_NPROC and file ownership apply to), bwrap keeps only the capabilities nee
 change uid, and ``setpriv`` inside drops to the agent's uid with no capabilities left.
 The sandbox is not tied to the starting process: it outlives a worker restart and is
 found again by pid and pid start time.
+
+Open egress never means the host's network namespace: the sandbox runs in a namespace
+of its own with outbound NAT and no way to the host (realms/forge/netns.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from realms.forge import layout
+from realms.forge import layout, netns, uids
 from realms.forge.backends import SandboxError, host
 from realms.forge.spec import Egress, ExecResult, SandboxHandle, SandboxSpec, base_env
 
@@ -50,10 +53,26 @@ class BwrapBackend:
         _check_home_hidden()
         host.prepare_dirs(spec, cap_disks=True)
         _write_etc(spec)
+        if spec.egress == Egress.OPEN:
+            if shutil.which("pasta") is None:
+                raise SandboxError(
+                    "network_egress open needs pasta (Debian package: passt) for a "
+                    "network namespace of the sandbox's own"
+                )
+            try:
+                netns.create(netns_path(spec))
+            except netns.NetnsError as exc:
+                raise SandboxError(f"open egress for {spec.agent_id}: {exc}") from None
 
     def start(self, spec: SandboxSpec) -> SandboxHandle:
-        command = bwrap_command(spec, list(spec.argv), exec_mode=False)
-        return host.start_detached(spec, command, spec.full_env(), ready_uid=spec.host_uid)
+        # bwrap keeps the uid's host-wide lease for as long as the sandbox runs.
+        lease = uids.held_fd(spec.host_uid)
+        if lease is None:
+            raise SandboxError(f"agent {spec.agent_id}: uid {spec.host_uid} is not leased")
+        command = bwrap_command(spec, list(spec.argv), exec_mode=False, sync_fd=lease)
+        return host.start_detached(
+            spec, command, spec.full_env(), ready_uid=spec.host_uid, pass_fds=[lease]
+        )
 
     def alive(self, spec: SandboxSpec, handle: SandboxHandle) -> bool:
         return host.alive(handle)
@@ -71,6 +90,11 @@ class BwrapBackend:
 
     def release(self, spec: SandboxSpec) -> None:
         host.release_agent(spec)
+        netns.destroy(netns_path(spec))
+
+
+def netns_path(spec: SandboxSpec) -> Path:
+    return netns.path_for(layout.install_tag(), spec.realm_id, spec.agent_id)
 
 
 def _read_only_paths() -> list[Path]:
@@ -115,17 +139,26 @@ def _write_etc(spec: SandboxSpec) -> None:
     }
     for name, text in files.items():
         (etc / name).write_text(text, encoding="utf-8")
+        (etc / name).chmod(0o644)  # read by the agent's uid inside
 
 
-def bwrap_command(spec: SandboxSpec, inner: list[str], *, exec_mode: bool) -> list[str]:
+def bwrap_command(
+    spec: SandboxSpec, inner: list[str], *, exec_mode: bool, sync_fd: int | None = None
+) -> list[str]:
     """The bwrap argv; ``exec_mode`` is run_code's view: no sockets, no network, the
-    birth config hidden under an empty tmpfs, and dying with its caller."""
+    birth config hidden under an empty tmpfs, and dying with its caller. Open egress
+    starts bwrap inside the sandbox's own network namespace (``nsenter`` execs it).
+    ``sync_fd`` stays open in bwrap, and only there, while the sandbox runs."""
     args = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
     if exec_mode or spec.egress != Egress.OPEN:
         args.append("--unshare-net")
+    else:
+        args = ["nsenter", f"--net={netns_path(spec)}", *args]
     args += ["--hostname", "agent", "--new-session"]
     if exec_mode:
         args.append("--die-with-parent")
+    if sync_fd is not None:
+        args += ["--sync-fd", str(sync_fd)]
     args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
     args += ["--ro-bind", "/usr", "/usr"]
     for top in _TOP_LEVEL:

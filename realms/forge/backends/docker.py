@@ -287,10 +287,15 @@ def network_name(spec: SandboxSpec) -> str:
 def container_argv(argv: Sequence[str]) -> list[str]:
     """The container's command for a sandbox's ``argv``. The runtime comes from the
     image (``/opt/bearpit`` is on its Python's path), so the host's bootstrap form becomes
-    ``python -m runtime <its arguments>``; any other command runs with the image's
-    python and the rest of ``argv`` (the first item names a host interpreter)."""
+    ``python -I -m runtime <its arguments>`` (isolated: ``-m`` would put the agent's
+    writable working directory first on the path); any other command runs with the
+    image's python and the rest of ``argv`` (the first item names a host interpreter)."""
     runtime_args = runtime_args_of(argv)
-    rest = ["-m", "runtime", *runtime_args] if runtime_args is not None else list(argv[1:])
+    rest = (
+        ["-I", "-B", "-u", "-m", "runtime", *runtime_args]
+        if runtime_args is not None
+        else list(argv[1:])
+    )
     return [*_UMASK, "python", *rest]
 
 

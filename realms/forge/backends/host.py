@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -49,11 +50,21 @@ def rlimit_args(spec: SandboxSpec, *, memory_by_cgroup: bool) -> list[str]:
 
 
 def prepare_dirs(spec: SandboxSpec, *, cap_disks: bool, with_cgroups: bool = True) -> None:
-    """The capped private home, the shared folder, the log directory and the cgroups."""
+    """The capped private home, the shared folder, the log directory and the cgroups.
+
+    The realm's directories are the platform's alone (0700); the sockets directory is
+    the one every sandbox's uid must traverse (0755; it holds only sockets and the
+    shared bytecode cache)."""
     home = spec.home
-    home.parent.mkdir(parents=True, exist_ok=True)
-    layout.logs_dir(spec.realm_id).mkdir(parents=True, exist_ok=True)
+    for path in (layout.realm_dir(spec.realm_id), home.parent, layout.logs_dir(spec.realm_id)):
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.chmod(0o700)
     spec.sockets.mkdir(parents=True, exist_ok=True)
+    spec.sockets.chmod(0o755)
+    # Earlier versions kept trace locks, named for every realm and agent, in there.
+    legacy_locks = spec.sockets / "locks"
+    if legacy_locks.is_dir() and not legacy_locks.is_symlink():
+        shutil.rmtree(legacy_locks, ignore_errors=True)
     if cap_disks:
         quota.mount_capped(
             home.parent / "home.img", home, spec.limits.disk_bytes,
@@ -88,8 +99,10 @@ def launch(
     *,
     stdout: int,
     stdin: int = subprocess.DEVNULL,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
-    """Start ``command`` in a new session, inside the agent's cgroups and rlimits."""
+    """Start ``command`` in a new session, inside the agent's cgroups and rlimits;
+    ``pass_fds`` are the only descriptors it inherits."""
     groups = agent_cgroups(spec)
     join = [str(p) for p in groups.procs_files()] if groups is not None else []
     argv = [
@@ -105,21 +118,32 @@ def launch(
         env=dict(env),
         start_new_session=True,
         close_fds=True,
+        pass_fds=tuple(pass_fds),
     )
 
 
 def start_detached(
-    spec: SandboxSpec, command: Sequence[str], env: Mapping[str, str], *, ready_uid: int | None
+    spec: SandboxSpec,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    ready_uid: int | None,
+    pass_fds: Sequence[int] = (),
 ) -> SandboxHandle:
     """Launch the sandbox with output appended to its log; wait until it runs.
 
     Ready means a process of the tree runs as ``ready_uid`` (setup finished and
     privileges dropped); a chain that exits first is a failure whose log tail says why.
     """
-    spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+    spec.log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     offset = spec.log_path.stat().st_size if spec.log_path.exists() else 0
-    with spec.log_path.open("ab") as log_file:
-        proc = launch(spec, command, env, stdout=log_file.fileno())
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    log_fd = os.open(spec.log_path, flags, 0o600)
+    try:
+        os.fchmod(log_fd, 0o600)
+        proc = launch(spec, command, env, stdout=log_fd, pass_fds=pass_fds)
+    finally:
+        os.close(log_fd)
     started = procs.start_time(proc.pid)
     with _children_lock:
         _children[proc.pid] = proc

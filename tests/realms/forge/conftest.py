@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import secrets
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -123,6 +124,16 @@ def processes_of(uid: int, expect: int, timeout: float = 5.0) -> list[int]:
 
 
 @pytest.fixture
+def gateway() -> Iterator[None]:
+    """The real model gateway on the sockets directory's ``gateway.sock``."""
+    from ledger.gateway.server import GatewayServer
+
+    server = GatewayServer(uds_path=layout.sockets_dir() / "gateway.sock").start()
+    yield
+    server.stop()
+
+
+@pytest.fixture
 def listener() -> Iterator[int]:
     """A TCP port on 127.0.0.1 that accepts: a sandbox reaching it would be a leak."""
     server = socket.socket()
@@ -133,14 +144,35 @@ def listener() -> Iterator[int]:
     server.close()
 
 
-def escape_targets(realm_id: str, port: int, needle: str = "sk-virtual") -> dict[str, object]:
+def planted_secret() -> tuple[str, Path]:
+    """A secret the sandbox must never see, and a 0600 file of the platform's holding
+    it. The file lives in a directory of the forge tests' own, never at a real key's
+    path (the shared test home's keystore belongs to the ledger tests)."""
+    needle = f"planted-secret-{secrets.token_hex(12)}"
+    place = Path(settings.BEARPIT_HOME) / "forge-tests" / secrets.token_hex(4)
+    place.mkdir(parents=True, mode=0o700)
+    secret_file = place / "secret.key"
+    secret_file.write_text(needle)
+    secret_file.chmod(0o600)
+    return needle, secret_file
+
+
+def same_uid_holder(uid: int, gid: int, needle: str) -> subprocess.Popen[bytes]:
+    """A host process outside every sandbox, running as ``uid`` with ``needle`` in its
+    environment: only the sandbox's pid namespace keeps the agent from reading it."""
+    return subprocess.Popen(
+        ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "sleep", "120"],
+        env={"PATH": "/usr/bin:/bin", "BEARPIT_PLANTED_SECRET": needle},
+    )
+
+
+def escape_targets(
+    realm_id: str, port: int, needle: str, secret_file: Path, pids: list[int]
+) -> dict[str, object]:
     """What the escape probes (probes.ESCAPES) must fail to reach: the listener, another
-    agent's home and birth config, the keystore, the database, BEARPIT_HOME."""
+    agent's home and birth config, a secret file, the database, BEARPIT_HOME, and the
+    environments of ``pids`` (host processes holding ``needle``)."""
     home = Path(settings.BEARPIT_HOME)
-    keystore = home / "keystore.key"
-    if not keystore.exists():
-        keystore.write_text("keystore-secret-material")
-        keystore.chmod(0o600)
     return {
         "port": port,
         "other": [
@@ -148,9 +180,9 @@ def escape_targets(realm_id: str, port: int, needle: str = "sk-virtual") -> dict
             str(layout.home_dir(realm_id, "bravo") / ".bearpit" / "birth.json"),
             "/home/bravo",
         ],
-        "keystore": str(keystore),
+        "keystore": str(secret_file),
         "database": str(connection.settings_dict["NAME"]),
         "bearpit_home": str(home),
         "needle": needle,
-        "pids": [],
+        "pids": [str(pid) for pid in pids],
     }

@@ -100,3 +100,30 @@ except OSError as exc:
     error = type(exc).__name__ + ":" + str(exc.errno)
 print("DISK", written, error, flush=True)
 """
+
+# Every directory the sandbox can create a file in, outside the places it owns.
+WRITABLE = r"""
+import json, os
+ALLOWED = ("/home/agent", "/realm/shared", "/tmp", "/proc", "/sys", "/dev")
+found = []
+def try_write(path):
+    probe = os.path.join(path, ".bearpit-write-probe")
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(probe)
+    return True
+for root, dirs, files in os.walk("/", topdown=True):
+    if root == "/" or not root.startswith(ALLOWED):
+        if try_write(root):
+            found.append(root)
+    dirs[:] = [d for d in dirs if not os.path.join(root, d).startswith(ALLOWED)
+               and not os.path.islink(os.path.join(root, d))]
+for extra in ("/dev", "/dev/shm", "/dev/mqueue", "/proc/self", "/run", "/run/bearpit"):
+    if os.path.isdir(extra) and try_write(extra):
+        found.append(extra)
+mounts = [line.split()[3:5] for line in open("/proc/self/mountinfo")]
+print(json.dumps({"writable": sorted(set(found)), "mounts": mounts}))
+"""

@@ -4,6 +4,7 @@ arguments it builds (the engine itself is exercised where one exists)."""
 from __future__ import annotations
 
 import ast
+import ipaddress
 import sys
 import tomllib
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from packaging.markers import Marker
 from packaging.utils import canonicalize_name
 
-from realms.forge import layout
+from realms.forge import layout, netns
 from realms.forge.backends import SandboxError, get_backend
 from realms.forge.backends.bwrap import _read_only_paths, bwrap_command
 from realms.forge.backends.docker import DockerBackend, container_argv
@@ -102,8 +103,10 @@ def test_docker_container_contract(tmp_path):
 def test_docker_runs_the_runtime_from_its_image():
     bootstrap = runtime_argv(await_birth_s=60)
     assert runtime_args_of(bootstrap) == ["--await-birth", "60", "/home/agent/.bearpit/birth.json"]
-    assert container_argv(bootstrap)[-6:] == [
-        "python", "-m", "runtime", "--await-birth", "60", "/home/agent/.bearpit/birth.json"
+    # Isolated in the container too: the working directory is the agent's home.
+    assert container_argv(bootstrap)[-9:] == [
+        "python", "-I", "-B", "-u", "-m", "runtime",
+        "--await-birth", "60", "/home/agent/.bearpit/birth.json",
     ]  # fmt: skip
     script = [sys.executable, "/home/agent/resources/probe.py", "x"]
     assert runtime_args_of(script) is None
@@ -177,3 +180,21 @@ def test_secret_discovery_and_masking():
         "key [redacted], header [redacted], bus [redacted], model gpt"
     )
     assert mask_secrets("abc", ["abc"]) == "abc"  # too short to mask safely
+
+
+def test_open_egress_filter_refuses_the_host_and_lets_only_dns_to_a_lan_nameserver(tmp_path):
+    host = [ipaddress.ip_network("192.0.2.2"), ipaddress.ip_network("192.0.2.0/24")]
+    host += [ipaddress.ip_network("127.0.0.1"), ipaddress.ip_network("127.0.0.0/8")]
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 192.0.2.1\nnameserver 192.0.2.2\nnameserver 127.0.0.53\n")
+    rules = netns.filter_rules(host, netns.nameservers(resolv))
+    accepts = [line.strip() for line in rules.splitlines() if line.strip().endswith("accept")]
+    # The router's DNS port only; never the host itself, whatever resolv.conf says.
+    assert accepts == [
+        'oif "lo" accept',
+        "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept",
+        "ip daddr 192.0.2.1 meta l4proto { tcp, udp } th dport 53 accept",
+    ]
+    refused = next(line for line in rules.splitlines() if line.strip().startswith("ip daddr {"))
+    for network in ("192.0.2.0/24", "127.0.0.0/8", "169.254.0.0/16", "100.64.0.0/10"):
+        assert network in refused

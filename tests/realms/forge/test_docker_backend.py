@@ -7,6 +7,7 @@ import json
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import docker
@@ -32,6 +33,7 @@ from realms.models import Realm
 from tests.realms.forge.conftest import (
     SMALL,
     escape_targets,
+    planted_secret,
     script_request,
     start,
     wait_for_file,
@@ -168,21 +170,15 @@ time.sleep(300)
 ).replace("child(DISK_FILL)", f"child({DISK_FILL!r})")
 
 
-@pytest.fixture
-def gateway() -> Iterator[None]:
-    from ledger.gateway.server import GatewayServer
-
-    server = GatewayServer(uds_path=layout.sockets_dir() / "gateway.sock").start()
-    yield
-    server.stop()
-
-
 def test_the_container_holds_the_agent_down(make_realm, listener, gateway, engine):
     """As the agent's uid, no capabilities, read-only root, no network, only its own
     home; the platform sockets reachable but read-only."""
     rid = make_realm().realm_id
-    probe = script_request("alpha", HOLD_PROBE, json.dumps(escape_targets(rid, listener)))
-    rows = start(rid, [probe, script_request("bravo", SLEEPER)])
+    needle, secret_file = planted_secret()
+    targets = escape_targets(rid, listener, needle, secret_file, [])
+    probe = script_request("alpha", HOLD_PROBE, json.dumps(targets))
+    bravo = replace(script_request("bravo", SLEEPER), env={"BEARPIT_PLANTED_SECRET": needle})
+    rows = start(rid, [probe, bravo])
     uid, gid = rows[0].host_uid, rows[0].host_gid
     result = json.loads(wait_for_file(layout.home_dir(rid, "alpha") / "result.json"))
 

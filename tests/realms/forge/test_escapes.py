@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -13,19 +15,39 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from realms.forge import cgroups, layout, procs
+from realms.forge import cgroups, layout, netns, procs
 from realms.forge.runcode import run_code
+from realms.forge.services import release_realm
 from tests.realms.forge.conftest import (
     SMALL,
     escape_targets,
+    planted_secret,
     processes_of,
+    same_uid_holder,
     script_request,
     start,
     wait_for_file,
 )
-from tests.realms.forge.probes import DISK_FILL, ESCAPES, FORK_BOMB, MEMORY_HOG
+from tests.realms.forge.probes import DISK_FILL, ESCAPES, FORK_BOMB, MEMORY_HOG, WRITABLE
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+SLEEPER = "import time; time.sleep(300)"
+
+
+def wait_for_environ(pid: int, needle: str, timeout: float = 5.0) -> bool:
+    """Whether ``pid``'s environment (read from the host) holds ``needle``: the plant
+    took, so finding nothing inside means something."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if needle.encode() in Path(f"/proc/{pid}/environ").read_bytes():
+                return True
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return False
+
 
 RUNTIME_PROBE = (
     ESCAPES
@@ -37,10 +59,20 @@ def child(code):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     return {"code": done.returncode, "out": done.stdout.strip().splitlines()[-1:]}
 result["disk_home"] = child(DISK_FILL)
+import shutil; shutil.rmtree("/home/agent/fill")  # room for what is written below
 result["memory"] = child(MEMORY_HOG)
 with open("/home/agent/result.json.tmp", "w") as handle:
     json.dump(result, handle)
 os.rename("/home/agent/result.json.tmp", "/home/agent/result.json")
+# Then the environments of the host processes the test names once it has planted them.
+for _ in range(600):
+    if os.path.exists("/home/agent/go.json"):
+        break
+    time.sleep(0.05)
+targets["pids"] = json.load(open("/home/agent/go.json"))
+with open("/home/agent/environ.json.tmp", "w") as handle:
+    json.dump(escapes(targets)["environ_leaks"], handle)
+os.rename("/home/agent/environ.json.tmp", "/home/agent/environ.json")
 bomb = child(FORK_BOMB)
 with open("/home/agent/fork.json.tmp", "w") as handle:
     json.dump(bomb, handle)
@@ -53,7 +85,8 @@ time.sleep(300)
 def test_runtime_uid_cannot_escape_and_caps_hold(make_realm, listener):
     realm = make_realm()
     rid = realm.realm_id
-    targets = escape_targets(rid, listener, "sk-virtual")
+    needle, secret_file = planted_secret()
+    targets = escape_targets(rid, listener, needle, secret_file, [])
     targets_arg = json.dumps(targets)
     script = (
         RUNTIME_PROBE.replace("child(DISK_FILL)", f"child({DISK_FILL!r})")
@@ -61,7 +94,10 @@ def test_runtime_uid_cannot_escape_and_caps_hold(make_realm, listener):
         .replace("child(FORK_BOMB)", f"child({FORK_BOMB!r})")
     )
     probe = script_request("alpha", script, targets_arg)
-    bravo = script_request("bravo", "import time; time.sleep(300)")
+    bravo = replace(
+        script_request("bravo", "import time; time.sleep(300)"),
+        env={"BEARPIT_PLANTED_SECRET": needle},
+    )
     rows = start(rid, [probe, bravo])
     alpha_row = rows[0]
     assert alpha_row.host_uid != rows[1].host_uid
@@ -85,6 +121,26 @@ def test_runtime_uid_cannot_escape_and_caps_hold(make_realm, listener):
     assert host_root - allowed, "the host's /root should hold more than the interpreter"
     # The runtime itself must read its own birth config.
     assert result["birth_readable"] is True
+
+    # A process of the agent's own uid outside the sandbox, and bravo's runtime, hold
+    # the secret in their environments: neither is visible from inside.
+    holder = same_uid_holder(alpha_row.host_uid, alpha_row.host_gid, needle)
+    try:
+        assert wait_for_environ(holder.pid, needle)
+        pids = [holder.pid, *procs.descendants(rows[1].pid)]
+        go = home / "go.json.tmp"
+        go.write_text(json.dumps([str(p) for p in pids]))
+        go.chmod(0o644)  # the platform writes 0600; the probe runs as the agent
+        go.rename(home / "go.json")
+        try:
+            leaks = json.loads(wait_for_file(home / "environ.json", timeout=30))
+        except AssertionError:
+            log = layout.log_path(rid, "alpha").read_text()[-2000:]
+            raise AssertionError(f"no environ.json: {log}") from None
+    finally:
+        holder.kill()
+        holder.wait()
+    assert leaks == [], leaks
 
     # Disk: stopped at the home's cap with "no space", far below what it tried.
     written, error = result["disk_home"]["out"][0].split()[1:3]
@@ -111,16 +167,21 @@ def test_runtime_uid_cannot_escape_and_caps_hold(make_realm, listener):
 def test_run_code_cannot_escape(make_realm, listener):
     realm = make_realm()
     rid = realm.realm_id
+    needle, secret_file = planted_secret()
     rows = start(
         rid,
         [
-            script_request("alpha", "import time; time.sleep(300)"),
+            replace(
+                script_request("alpha", "import time; time.sleep(300)"),
+                env={"BEARPIT_PLANTED_SECRET": needle},
+            ),
             script_request("bravo", "import time; time.sleep(300)"),
         ],
     )
     runtime_pids = procs.descendants(rows[0].pid)
-    targets = escape_targets(rid, listener, "sk-virtual")
-    targets["pids"] = [str(p) for p in runtime_pids]
+    # The runtime's environment holds the secret; run_code runs as the same uid.
+    assert any(wait_for_environ(pid, needle) for pid in runtime_pids)
+    targets = escape_targets(rid, listener, needle, secret_file, runtime_pids)
     code = ESCAPES + f"\nprint(json.dumps(escapes({json.dumps(targets)})))\n"
     result = run_code(rid, "alpha", code, timeout=30)
     assert result.exit_code == 0, result.output
@@ -136,6 +197,17 @@ def test_run_code_cannot_escape(make_realm, listener):
     assert outcome["environ_leaks"] == []
     # A fresh pid namespace: the runtime's processes are not even visible.
     assert max(outcome["visible_pids"]) < 10
+
+
+def test_nothing_outside_home_shared_and_tmp_is_writable(make_realm):
+    rid = make_realm().realm_id
+    to_file = "open('/home/agent/writable.json', 'w').write(json.dumps("
+    runtime_probe = WRITABLE.replace("print(json.dumps(", to_file) + f"\n{SLEEPER}\n"
+    start(rid, [script_request("alpha", runtime_probe)], shared_folder=True)
+    as_runtime = json.loads(wait_for_file(layout.home_dir(rid, "alpha") / "writable.json"))
+    assert as_runtime["writable"] == [], as_runtime["writable"]
+    through_run_code = run_code(rid, "alpha", WRITABLE, timeout=60)
+    assert json.loads(through_run_code.output)["writable"] == [], through_run_code.output
 
 
 def test_run_code_caps_hold(make_realm):
@@ -162,22 +234,108 @@ def test_run_code_caps_hold(make_realm):
     assert len(left) == 1, [procs.cmdline(p) for p in left]  # only the runtime
 
 
-def test_open_egress_keeps_the_network_and_run_code_still_has_none(make_realm, listener):
+EGRESS_PROBE = r"""
+import json, os, socket, sys, time
+targets = json.loads(sys.argv[1])
+out = {"tcp": {}}
+for host, port in targets["tcp"]:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as conn:
+            conn.settimeout(3)
+            conn.connect(socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)[0][4])
+        out["tcp"][host] = "connected"
+    except OSError as exc:
+        out["tcp"][host] = "refused: " + type(exc).__name__
+try:
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.settimeout(3)
+        conn.connect(targets["abstract"])
+    out["abstract"] = "connected"
+except OSError as exc:
+    out["abstract"] = "refused: " + type(exc).__name__
+try:
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.settimeout(10)
+        conn.connect("/run/bearpit/gateway.sock")
+        conn.sendall(b"GET /v1/models HTTP/1.0\r\nHost: gateway\r\n\r\n")
+        out["gateway"] = conn.recv(64).decode("latin-1").split("\r\n")[0]
+except OSError as exc:
+    out["gateway"] = "failed: " + type(exc).__name__
+routes = open("/proc/net/route").read().splitlines()[1:]
+out["default_route"] = [r.split()[0] for r in routes if r.split()[1] == "00000000"]
+def is_up(name):
+    import fcntl, struct
+    with socket.socket() as probe:
+        raw = fcntl.ioctl(probe, 0x8913, struct.pack("16sh", name.encode(), 0))  # SIOCGIFFLAGS
+    return bool(struct.unpack("16sh", raw[:18])[1] & 1)  # IFF_UP
+out["links_up"] = sorted(n for _, n in socket.if_nameindex() if n != "lo" and is_up(n))
+with open("/home/agent/net.json.tmp", "w") as handle:
+    json.dump(out, handle)
+os.rename("/home/agent/net.json.tmp", "/home/agent/net.json")
+time.sleep(300)
+"""
+
+
+def _host_listeners(stack: contextlib.ExitStack) -> list[tuple[str, int]]:
+    """A listening TCP socket on every address of the host, loopback included."""
+    links = json.loads(subprocess.run(["ip", "-j", "addr", "show"], capture_output=True,
+                                      text=True, check=True).stdout)  # fmt: skip
+    found: list[tuple[str, int]] = []
+    for link in links:
+        for info in link.get("addr_info", []):
+            address = info["local"]
+            family = socket.AF_INET6 if ":" in address else socket.AF_INET
+            server = stack.enter_context(socket.socket(family, socket.SOCK_STREAM))
+            scope = socket.if_nametoindex(link["ifname"]) if address.startswith("fe80") else 0
+            server.bind((address, 0, 0, scope) if family == socket.AF_INET6 else (address, 0))
+            server.listen(8)
+            # Inside, the interface pasta makes carries the name of the host's.
+            shown = f"{address}%{link['ifname']}" if scope else address
+            found.append((shown, server.getsockname()[1]))
+    return found
+
+
+def test_open_egress_has_its_own_namespace_and_reaches_nothing_of_the_host(make_realm, gateway):
     rid = make_realm().realm_id
-    probe = (
-        "import json, socket\n"
-        "try:\n"
-        f"    socket.create_connection(('127.0.0.1', {listener}), timeout=2).close()\n"
-        "    out = 'connected'\n"
-        "except OSError as exc:\n"
-        "    out = 'refused'\n"
-        "open('/home/agent/net.txt', 'w').write(out)\n"
-        "import time; time.sleep(300)\n"
-    )
-    start(rid, [script_request("alpha", probe)], egress="open")
-    assert wait_for_file(layout.home_dir(rid, "alpha") / "net.txt") == "connected"
-    code = ESCAPES + f"\nprint(tcp('127.0.0.1', {listener}))"
+    with contextlib.ExitStack() as stack:
+        tcp = _host_listeners(stack)
+        assert any(host == "127.0.0.1" for host, _ in tcp)
+        assert any(not host.startswith(("127.", "::1")) for host, _ in tcp), tcp
+        abstract = stack.enter_context(socket.socket(socket.AF_UNIX))
+        abstract_name = f"\0bearpit-test-{os.getpid()}-{rid}"
+        abstract.bind(abstract_name)
+        abstract.listen(1)
+        targets = {"tcp": tcp, "abstract": abstract_name}
+        rows = start(rid, [script_request("alpha", EGRESS_PROBE, json.dumps(targets))],
+                     egress="open")  # fmt: skip
+        try:
+            result = json.loads(wait_for_file(layout.home_dir(rid, "alpha") / "net.json"))
+        except AssertionError:
+            raise AssertionError(layout.log_path(rid, "alpha").read_text()[-3000:]) from None
+    # No address of the host answers, not even through pasta's NAT.
+    assert all(v.startswith("refused") for v in result["tcp"].values()), result["tcp"]
+    assert set(result["tcp"]) == {host for host, _ in tcp}
+    assert result["abstract"].startswith("refused"), result  # not the host's namespace
+    assert result["gateway"].startswith("HTTP/1.1 "), result  # the platform's sockets work
+    # The NAT side, as far as this offline host can show it: a default route over a
+    # tap device that is up.
+    assert result["default_route"] and result["links_up"], result
+    assert result["default_route"][0] in result["links_up"]
+    # run_code still has no network at all.
+    code = ESCAPES + f"\nprint(tcp('127.0.0.1', {tcp[0][1]}))"
     assert run_code(rid, "alpha", code).output.startswith("refused")
+    assert rows[0].egress == "open"
+    namespace = netns.path_for(layout.install_tag(), rid, "alpha")
+    assert namespace.exists()
+    # What no test may send traffic to is refused by the filter all the same: the
+    # metadata service's link-local range, shared address space, the host's subnets.
+    rules = subprocess.run(["nsenter", f"--net={namespace}", "nft", "list", "ruleset"],
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    for refused in ("169.254.0.0/16", "100.64.0.0/10", "fe80::/10", "127.0.0.0/8"):
+        assert refused in rules, rules
+    release_realm(rid)
+    assert not namespace.exists()  # pasta and the namespace go with the realm
 
 
 def test_cpu_quota_holds(make_realm):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from realms.forge import cgroups, layout, procs
+from realms.forge import cgroups, layout, netns, procs
 from realms.forge.models import Sandbox
 from realms.forge.outputs import capture_outputs
 from realms.forge.reap import reap
@@ -288,6 +288,22 @@ def test_reap_removes_orphans(make_realm):
         i for i in reap(dry_run=True) if i.get("realm") in (finished.realm_id, lost.realm_id)
     ]
     stop_realm_sandboxes(lost.realm_id)
+
+
+def test_reap_removes_an_orphaned_network_namespace(make_realm):
+    lost = make_realm()
+    rows = start(lost.realm_id, [script_request("alpha", SLEEPER)], egress="open")
+    namespace = netns.path_for(layout.install_tag(), lost.realm_id, "alpha")
+    pasta = int(namespace.with_name(namespace.name + ".pasta.pid").read_text())
+    assert procs.is_same_process(pasta, None)
+    Sandbox.objects.filter(pk=rows[0].pk).delete()  # the database forgot it
+    reaped = reap()
+    assert [i for i in reaped if i["kind"] == "netns"] == [
+        {"kind": "netns", "path": str(namespace), "realm": lost.realm_id}
+    ]
+    assert len([i for i in reaped if i["kind"] == "process"]) == 1  # one sandbox, one entry
+    assert not namespace.exists()
+    assert not procs.is_same_process(pasta, None)  # pasta went with it
 
 
 def test_the_runtime_starts_inside_with_its_birth_config(make_realm):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -239,3 +241,84 @@ def test_the_realm_allowlist_applies_through_the_tool_under_its_legacy_name(real
     result = realms.agent(realm, "orin").call("web_fetch", url=f"{site}/page")
     assert "allowlist" in result["error"]
     assert _results(realm)[0]["error"].endswith("allowlist")
+
+
+class _Trickler:
+    """A raw TCP server that sends its reply one byte every ``gap`` seconds, for at most
+    ``limit`` seconds, so a stuck fetch cannot keep the test (or the server) alive."""
+
+    def __init__(self, reply: bytes, *, start: int, gap: float = 0.5, limit: float = 20.0):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.reply, self.start, self.gap, self.limit = reply, start, gap, limit
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.server.settimeout(self.limit)
+        try:
+            conn, _ = self.server.accept()
+        except OSError:
+            return
+        with conn:
+            conn.recv(65536)
+            ends = time.monotonic() + self.limit
+            try:
+                conn.sendall(self.reply[: self.start])
+                for byte in self.reply[self.start :]:
+                    if self.stop.wait(self.gap) or time.monotonic() > ends:
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stop.set()
+        self.server.close()
+        self.thread.join(timeout=5)
+
+
+_SLOW_BODY = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 500\r\n\r\n" + (
+    b"x" * 500
+)
+
+
+@pytest.mark.parametrize(
+    "start", [0, _SLOW_BODY.index(b"\r\n\r\n") + 4], ids=["trickled-headers", "trickled-body"]
+)
+def test_the_deadline_covers_the_whole_exchange_against_a_trickling_server(start):
+    trickler = _Trickler(_SLOW_BODY, start=start)
+    outcome: list[object] = []
+
+    def fetch() -> None:
+        try:
+            outcome.append(
+                webfetch.fetch(
+                    f"http://127.0.0.1:{trickler.port}/slow", policy=loopback_only, timeout=2.0
+                )
+            )
+        except Refusal as exc:
+            outcome.append(exc)
+
+    began = time.monotonic()
+    worker = threading.Thread(target=fetch, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    elapsed = time.monotonic() - began
+    trickler.close()
+    assert not worker.is_alive(), "web_fetch was still reading 10 s into a 2 s deadline"
+    assert elapsed < 4.0, elapsed
+    assert len(outcome) == 1 and isinstance(outcome[0], Refusal), outcome
+    assert "did not finish within 2 seconds" in str(outcome[0])
+
+
+def test_the_deadline_covers_a_name_lookup_that_hangs():
+    def slow_dns(host, port):
+        time.sleep(4)  # an authoritative server of the agent's that answers late
+        return ["127.0.0.1"]
+
+    began = time.monotonic()
+    with pytest.raises(Refusal, match="did not finish within 1 seconds"):
+        webfetch.fetch("http://slow.example/", resolve=slow_dns, policy=loopback_only, timeout=1)
+    assert time.monotonic() - began < 2.5
