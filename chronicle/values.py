@@ -24,6 +24,8 @@ MAX_DEPTH = 32
 MAX_VALUE_BYTES = 64 * 1024
 """The UTF-8 JSON encoding of one value an agent writes (all of a tool call's arguments)."""
 MAX_INTEGER = 2**63 - 1
+MAX_TS_MS = 253_402_300_799_999
+"""The last millisecond of the year 9999: later stamps cannot be shown as dates."""
 
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -101,6 +103,13 @@ def check_value(
         size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
         if size > max_bytes:
             raise BadValue(where, f"is {size} bytes as JSON; at most {max_bytes} are kept")
+
+
+def storable_ts_ms(value: Any) -> int | None:
+    """``value`` if it is a millisecond timestamp between 1970 and 9999, else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TS_MS:
+        return value
+    return None
 
 
 def _escape(text: str) -> str:
