@@ -178,7 +178,8 @@ if DATABASE is None:
     BEARPIT_HOME.mkdir(parents=True, exist_ok=True)
     DATABASES: dict[str, dict[str, object]] = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's SQLite backend plus what the Chronicle's append-only triggers need.
+            "ENGINE": "bearpit.sqlite",
             "NAME": BEARPIT_HOME / "bearpit.sqlite3",
             # WAL lets the gateway, the bus mirror and the Warden write while readers read;
             # IMMEDIATE transactions take the write lock up front so concurrent writers
