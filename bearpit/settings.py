@@ -145,7 +145,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "bearpit.urltoken.QueryTokenRefusedMiddleware",
+    "bearpit.urlguard.QueryTokenRefusedMiddleware",
+    "bearpit.urlguard.UrlCharactersMiddleware",
     "bearpit.api_errors.JsonErrorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

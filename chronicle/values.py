@@ -47,7 +47,8 @@ def _child(where: str, key: object) -> str:
     return f"{where}.{text}" if _IDENTIFIER.match(text) else f"{where}[{_escape(text)!r}]"
 
 
-def _char_problem(text: str) -> str | None:
+def char_problem(text: str) -> str | None:
+    """What makes ``text`` unstorable (a NUL, an unpaired surrogate), or None."""
     found = _BAD_CHARS.search(text)
     if found is None:
         return None
@@ -59,7 +60,7 @@ def _char_problem(text: str) -> str | None:
 
 def _scalar_problem(value: Any) -> str | None:
     if value is None or isinstance(value, bool | str):
-        return _char_problem(value) if isinstance(value, str) else None
+        return char_problem(value) if isinstance(value, str) else None
     if isinstance(value, int):
         if abs(value) > MAX_INTEGER:
             return "a number beyond ±2**63 - 1"
@@ -91,7 +92,7 @@ def check_value(
                 if isinstance(item, dict):
                     if not isinstance(key, str):
                         raise BadValue(path, f"a key must be a string; got {key!r}")
-                    problem = _char_problem(key)
+                    problem = char_problem(key)
                     if problem is not None:
                         raise BadValue(_child(path, key), f"its name {problem}")
                 stack.append((_child(path, key), child, depth + 1))

@@ -5,7 +5,7 @@ into ``BEARPIT_HOME/api-token`` (mode 0600). A request presents it as
 ``Authorization: Bearer <token>`` or the ``bearpit_token`` cookie; it is compared in
 constant time. A URL is never a place for it (access logs keep every URL): only the
 bootstrap ``/login?token=…`` takes it there, trades it for the cookie and redirects to a
-clean URL, and every other route refuses ``?token=`` (``bearpit.urltoken``). Writes from
+clean URL, and every other route refuses ``?token=`` (``bearpit.urlguard``). Writes from
 a foreign origin are refused, so a page on another site cannot drive the API through the
 operator's browser.
 """

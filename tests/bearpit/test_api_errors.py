@@ -4,6 +4,8 @@ a 500, whatever the body: too deep, too big, not JSON, or characters nothing can
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -11,6 +13,8 @@ from chronicle.kinds import Kind
 from chronicle.models import Event
 from chronicle.services import record_event
 from realms.models import Realm
+from tests.conftest import REPO
+from tests.fixtures.postgres import migrated_env
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
 
@@ -96,3 +100,43 @@ def test_an_unsupported_media_type_is_json(client):
     response = post(client, "/api/realms", "package=x", content_type="text/plain")
     assert response.status_code == 415
     error_text(response)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/realms/a%00b",
+        "/api/realms/x/events?kind=a%00b",
+        "/api/packages/a%00b",
+        "/api/realms?limit=1%00",
+        "/api/realms?x%00=1",
+    ],
+)
+def test_a_nul_in_the_url_is_a_json_400(client, url):
+    response = client.get(url, HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert response.status_code == 400
+    assert "NUL" in error_text(response)
+
+
+@pytest.mark.postgres
+def test_a_nul_in_the_url_never_reaches_postgres(tmp_path):
+    code = (
+        "import django; django.setup();"
+        "from django.test import Client;"
+        "from django.conf import settings;"
+        "settings.BEARPIT_API_TOKEN = 't' * 32;"
+        "r = Client().get('/api/realms/a%00b/events?kind=%00',"
+        " HTTP_AUTHORIZATION='Bearer ' + 't' * 32);"
+        "print(r.status_code, r.content.decode())"
+    )
+    with migrated_env(tmp_path / "home", "urlnul") as env:
+        env["BEARPIT_ALLOWED_HOSTS"] = "testserver"
+        run = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert run.stdout.startswith("400 "), (run.stdout, run.stderr[-2000:])
