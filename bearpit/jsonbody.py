@@ -11,10 +11,19 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
-from rest_framework.exceptions import ParseError
+from rest_framework import status
+from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import JSONParser
 
 from chronicle.values import MAX_DEPTH, BadValue, check_value
+
+MAX_JSON_BODY_BYTES = 1024 * 1024
+"""An API JSON body; the largest real one (a launch with its parameters) is a few KiB."""
+
+
+class BodyTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
 
 
 class BodyError(ValueError):
@@ -55,7 +64,9 @@ class BoundedJSONParser(JSONParser):
     def parse(
         self, stream: IO[Any] | None, media_type: str | None = None, parser_context: Any = None
     ) -> Any:
-        raw = stream.read() if stream is not None else b""
+        raw = stream.read(MAX_JSON_BODY_BYTES + 1) if stream is not None else b""
+        if len(raw) > MAX_JSON_BODY_BYTES:
+            raise BodyTooLarge(f"the JSON body is larger than {MAX_JSON_BODY_BYTES} bytes")
         try:
             return loads_body(raw)
         except BodyError as exc:

@@ -156,6 +156,12 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+# Django's cap on a request body read into memory. It must take the homeserver's largest
+# application-service transaction (100 events of at most 64 KiB, plus ephemeral events):
+# refused, it would be retried forever and stall the bus mirror. The API's JSON bodies
+# have their own, smaller limit (bearpit.jsonbody.MAX_JSON_BODY_BYTES).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 16 * 1024 * 1024
+
 ROOT_URLCONF = "bearpit.urls"
 WSGI_APPLICATION = "bearpit.wsgi.application"
 ASGI_APPLICATION = "bearpit.asgi.application"

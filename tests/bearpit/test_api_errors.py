@@ -140,3 +140,12 @@ def test_a_nul_in_the_url_never_reaches_postgres(tmp_path):
             timeout=120,
         )
     assert run.stdout.startswith("400 "), (run.stdout, run.stderr[-2000:])
+
+
+def test_an_api_json_body_over_its_own_limit_is_a_413(client):
+    from bearpit.jsonbody import MAX_JSON_BODY_BYTES
+
+    body = json.dumps({"package": "x" * MAX_JSON_BODY_BYTES})
+    response = post(client, "/api/realms", body)
+    assert response.status_code == 413
+    assert f"larger than {MAX_JSON_BODY_BYTES}" in error_text(response)

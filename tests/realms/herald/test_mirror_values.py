@@ -77,3 +77,11 @@ def test_a_transaction_nested_too_deep_is_a_json_400(platform_server):
     response = push(platform_server, "deep-1", '{"events": ' + "[" * 100_000 + "]" * 100_000 + "}")
     assert response.status_code == 400
     assert response.json()["errcode"] == "M_BAD_JSON"
+
+
+def test_a_transaction_as_large_as_a_homeserver_sends_is_mirrored(platform_server, small_bus):
+    # A homeserver batches up to 100 events of up to 64 KiB each into one transaction.
+    events = [message(small_bus, f"$large-{i}", f"{i}:" + "x" * 60_000) for i in range(100)]
+    response = push(platform_server, "large-1", events)
+    assert response.status_code == 200, response.text[:300]
+    assert Message.objects.filter(realm_id=small_bus.realm_id).count() == 100
