@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 
 import pytest
@@ -76,3 +77,36 @@ def test_a_mangled_archive_is_read_or_refused_never_crashes(flips, cut):
         return
     # What it reads must be writable as a package folder.
     assert all(0 < len(name) <= trees.MAX_PATH_CHARS for name in files)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("document", "what"),
+    [
+        (b'{"metadata": {"name": "Ti\\ud800ny"}}', "surrogate"),
+        (b'{"metadata": {"name": "Ti\\u0000ny"}}', "NUL"),
+        (b'metadata:\n  name: "Ti\\0ny"\n', "NUL"),
+    ],
+)
+def test_a_manifest_string_no_database_keeps_is_a_located_error(document: bytes, what: str):
+    name = "project.yaml" if document.startswith(b"metadata") else "project.json"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(name, document)
+        archive.writestr("agents/solo/agent.json", b'{"id": "solo"}')
+    scenario = services.import_zip(buffer.getvalue(), name="odd")
+    assert scenario.valid is False
+    errors = " ".join(scenario.validation["errors"])
+    assert f"{name}: metadata.name" in errors and what in errors, errors
+
+
+@pytest.mark.django_db
+def test_a_text_file_with_a_nul_is_skipped_and_reported():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("project.json", b'{"metadata": {"name": "Tiny"}}')
+        archive.writestr("agents/solo/agent.json", b'{"id": "solo"}')
+        archive.writestr("agents/solo/persona.md", b"You are \x00 solo.")
+    scenario = services.import_zip(buffer.getvalue(), name="nulpersona")
+    text = json.dumps(scenario.validation)
+    assert "persona.md" in text and "NUL" in text, text
