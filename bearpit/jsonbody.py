@@ -1,4 +1,4 @@
-"""Reading a JSON request body within limits, for the API and the bus endpoint alike.
+"""Reading a JSON request body of the HTTP API within limits.
 
 Python's parser recurses, so a body nested a hundred thousand deep would raise
 ``RecursionError`` (a 500); NaN and Infinity parse but can never be stored or sent
