@@ -31,3 +31,24 @@ def test_a_taken_port_is_refused_clearly():
         port = taken.getsockname()[1]
         with pytest.raises(RuntimeError, match=f"127.0.0.1:{port}"):
             PlatformServer(port).start()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_the_real_server_a_50_mb_body_and_a_deep_one_get_json_errors(settings):
+    settings.BEARPIT_API_TOKEN = "test-operator-token-server-0123"
+    auth = {"Authorization": "Bearer test-operator-token-server-0123"}
+    with PlatformServer() as server, httpx.Client(base_url=server.url, timeout=60) as http:
+        big = b'{"package": "' + b"x" * (50 * 1024 * 1024) + b'"}'
+        response = http.post(
+            "/api/realms", content=big, headers={**auth, "Content-Type": "application/json"}
+        )
+        assert response.status_code == 413
+        assert "larger than" in response.json()["error"]
+        deep = b"[" * 100_000 + b"]" * 100_000
+        response = http.post(
+            "/api/realms", content=deep, headers={**auth, "Content-Type": "application/json"}
+        )
+        assert response.status_code == 400
+        assert "nested deeper than" in response.json()["detail"]
+        missing = http.get("/api/nowhere", headers=auth)
+        assert missing.status_code == 404 and "/api/nowhere" in missing.json()["error"]
