@@ -121,9 +121,11 @@ def make_storable(value: Any, where: str = "value") -> tuple[Any, list[str]]:
     """A copy of ``value`` the Chronicle can keep, and the places that had to change.
 
     NULs and unpaired surrogates become the visible text ``\\u0000`` / ``\\ud800``;
-    NaN and the infinities become the strings ``"NaN"``, ``"Infinity"``; anything
-    that is not JSON becomes its ``repr``; parts nested deeper than :data:`MAX_DEPTH`
-    become their JSON text. Nothing is dropped.
+    NaN and the infinities become the strings ``"NaN"``, ``"Infinity"``; integers
+    past 64 bits become their digits; parts nested deeper than :data:`MAX_DEPTH`
+    become their JSON text. Nothing is dropped. A value that is not JSON at all (a
+    ``Decimal``, a ``datetime``) is left as it is, for the encoder to refuse: that is
+    a bug in the caller, not something an agent wrote.
     """
     changed: list[str] = []
 
@@ -148,7 +150,10 @@ def make_storable(value: Any, where: str = "value") -> tuple[Any, list[str]]:
         if isinstance(item, dict | list | tuple):
             if depth > MAX_DEPTH:
                 changed.append(path)
-                return _escape(json.dumps(item, default=repr, check_circular=False))
+                try:
+                    return _escape(json.dumps(item, default=repr, check_circular=False))
+                except RecursionError:  # only a value built in memory gets this deep
+                    return "(nested too deep to keep as text)"
             if isinstance(item, dict):
                 out: dict[str, Any] = {}
                 for key, child in item.items():
@@ -158,11 +163,7 @@ def make_storable(value: Any, where: str = "value") -> tuple[Any, list[str]]:
                     out[name] = walk(child, _child(path, name), depth + 1)
                 return out
             return [walk(child, _child(path, i), depth + 1) for i, child in enumerate(item)]
-        changed.append(path)
-        return _escape(repr(item))
+        # Not JSON at all: a bug in the caller, left for the JSON encoder to raise.
+        return item
 
-    try:
-        return walk(value, where, 1), changed
-    except RecursionError:
-        # Only a value built in memory deeper than the interpreter allows gets here.
-        return _escape(repr(type(value))), [where]
+    return walk(value, where, 1), changed

@@ -135,3 +135,12 @@ def test_a_trace_with_bad_characters_or_deep_lines_is_ingested_without_breaking(
     assert rows[0]["data"]["t"] == "a\\u0000b\\ud800"
     assert rows[0]["escaped_fields"] == ["payload.data.t"]
     assert ingest_trace("r-trace", "pong", path) == 0
+
+
+@pytest.mark.django_db
+def test_a_value_that_is_not_json_at_all_is_still_a_bug_that_raises():
+    from decimal import Decimal
+
+    with pytest.raises(TypeError):
+        record_event("r-bug", Kind.SCORE, {"delta": Decimal("1.5")})
+    assert not Event.objects.filter(realm_id="r-bug").exists()
