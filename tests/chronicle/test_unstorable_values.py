@@ -141,6 +141,8 @@ def test_a_trace_with_bad_characters_or_deep_lines_is_ingested_without_breaking(
 def test_a_value_that_is_not_json_at_all_is_still_a_bug_that_raises():
     from decimal import Decimal
 
-    with pytest.raises(TypeError):
+    from django.db import transaction
+
+    with pytest.raises(TypeError), transaction.atomic():
         record_event("r-bug", Kind.SCORE, {"delta": Decimal("1.5")})
     assert not Event.objects.filter(realm_id="r-bug").exists()
