@@ -11,9 +11,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bearpit.settings")
 django_asgi = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (needs Django set up)
+from django.conf import settings  # noqa: E402
 
+from bearpit.bodylimit import BodyLimit  # noqa: E402
 from bearpit.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
-    {"http": django_asgi, "websocket": URLRouter(websocket_urlpatterns)}
+    {
+        "http": BodyLimit(django_asgi, lambda: int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)),
+        "websocket": URLRouter(websocket_urlpatterns),
+    }
 )

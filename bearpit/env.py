@@ -170,7 +170,7 @@ def parse_database_url(name: str, url: str) -> DatabaseURL:
         path = unquote(parts.path)
         if not path:
             raise SettingError(f"{name}: expected sqlite:///absolute/path; got {url!r}")
-        return DatabaseURL(engine="django.db.backends.sqlite3", name=path)
+        return DatabaseURL(engine="bearpit.sqlite", name=path)
     raise SettingError(
         f"{name}: expected a postgres:// or sqlite:/// URL; got scheme {parts.scheme or '(none)'!r}"
     )

@@ -158,6 +158,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "bearpit.urlguard.QueryTokenRefusedMiddleware",
+    "bearpit.urlguard.UrlCharactersMiddleware",
+    "bearpit.api_errors.JsonErrorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -165,6 +168,12 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# Django's cap on a request body read into memory. It must take the homeserver's largest
+# application-service transaction (100 events of at most 64 KiB, plus ephemeral events):
+# refused, it would be retried forever and stall the bus mirror. The API's JSON bodies
+# have their own, smaller limit (bearpit.jsonbody.MAX_JSON_BODY_BYTES).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 16 * 1024 * 1024
 
 ROOT_URLCONF = "bearpit.urls"
 WSGI_APPLICATION = "bearpit.wsgi.application"
@@ -189,7 +198,8 @@ if DATABASE is None:
     BEARPIT_HOME.mkdir(parents=True, exist_ok=True)
     DATABASES: dict[str, dict[str, object]] = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's SQLite backend plus what the Chronicle's append-only triggers need.
+            "ENGINE": "bearpit.sqlite",
             "NAME": BEARPIT_HOME / "bearpit.sqlite3",
             # WAL lets the gateway, the bus mirror and the Warden write while readers read;
             # IMMEDIATE transactions take the write lock up front so concurrent writers
@@ -217,6 +227,12 @@ STATIC_ROOT = BEARPIT_HOME / "static"
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": [
+        "bearpit.jsonbody.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "bearpit.api_errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {"TITLE": "Bearpit API", "VERSION": "0.1.0"}
 

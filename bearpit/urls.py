@@ -4,6 +4,8 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 
+from realms.api.login import login
+
 
 def health(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
@@ -11,6 +13,7 @@ def health(request: HttpRequest) -> JsonResponse:
 
 urlpatterns = [
     path("health", health, name="health"),
+    path("login", login, name="login"),
     path("admin/", admin.site.urls),
     path("_matrix/app/v1/", include("realms.herald.urls")),
     path("api/", include("realms.api.urls")),

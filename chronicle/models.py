@@ -1,8 +1,9 @@
 """The Chronicle: append-only events and messages of every realm.
 
-Rows are written once and never changed. The ORM refuses updates and deletes
-(``AppendOnlyQuerySet``, ``AppendOnlyModel``); on PostgreSQL a trigger refuses
-them too, so even raw SQL cannot rewrite history.
+Rows are written once and never changed. The ORM refuses updates, deletes and upserts
+(``AppendOnlyQuerySet``, ``AppendOnlyModel``); on PostgreSQL and on SQLite triggers
+refuse them too (migrations 0002 and 0003, :mod:`chronicle.guard`), so even raw SQL
+cannot rewrite history.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ class AppendOnlyQuerySet(models.QuerySet[Any]):
     def bulk_update(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise AppendOnlyError(f"{self.model.__name__} rows are append-only; update refused")
 
+    def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        # An upsert rewrites the row it collides with; ignore_conflicts only skips it.
+        if kwargs.get("update_conflicts"):
+            raise AppendOnlyError(f"{self.model.__name__} rows are append-only; upsert refused")
+        return super().bulk_create(objs, *args, **kwargs)
+
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -39,8 +46,10 @@ class AppendOnlyModel(models.Model):
         abstract = True
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
+        if not self._state.adding or kwargs.get("force_update") or kwargs.get("update_fields"):
             raise AppendOnlyError(f"{type(self).__name__} rows are append-only; update refused")
+        # A fresh instance carrying an existing pk would otherwise be saved as an UPDATE.
+        kwargs["force_insert"] = True
         super().save(*args, **kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> NoReturn:

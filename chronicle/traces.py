@@ -68,7 +68,10 @@ def _ts_ms(value: Any) -> int:
 
 
 def _bounded(data: Any) -> Any:
-    text = json.dumps(data, ensure_ascii=False, default=str)
+    try:
+        text = json.dumps(data, ensure_ascii=False, default=str)
+    except RecursionError:
+        return {"truncated": True, "text": "(nested too deep to keep)"}
     if len(text) <= MAX_DATA_CHARS:
         return data
     return {"truncated": True, "text": text[:MAX_DATA_CHARS]}
@@ -104,7 +107,7 @@ def ingest_trace(realm_id: str, agent_id: str, path: Path) -> int:
                     continue
                 try:
                     record = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
+                except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                     continue
                 if not isinstance(record, dict) or not isinstance(record.get("seq"), int):
                     continue

@@ -2,9 +2,12 @@
 
 The token is ``settings.BEARPIT_API_TOKEN`` when set, otherwise a value generated once
 into ``BEARPIT_HOME/api-token`` (mode 0600). A request presents it as
-``Authorization: Bearer <token>``, the ``bearpit_token`` cookie, or ``?token=``; it is
-compared in constant time. Writes from a foreign origin are refused, so a page on
-another site cannot drive the API through the operator's browser.
+``Authorization: Bearer <token>`` or the ``bearpit_token`` cookie; it is compared in
+constant time. A URL is never a place for it (access logs keep every URL): only the
+bootstrap ``/login?token=…`` takes it there, trades it for the cookie and redirects to a
+clean URL, and every other route refuses ``?token=`` (``bearpit.urlguard``). Writes from
+a foreign origin are refused, so a page on another site cannot drive the API through the
+operator's browser.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from rest_framework.views import APIView
 
 TOKEN_COOKIE = "bearpit_token"  # noqa: S105 - the cookie's name, not a secret
 TOKEN_COOKIE_MAX_AGE = 30 * 24 * 3600
+QUERY_TOKEN = "token"  # noqa: S105 - the query parameter's name, not a secret
+LOGIN_PATH = "/login"
+LOGIN_DEFAULT_NEXT = "/api/realms"
 _AUTH_SCHEME = "bearer"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -70,16 +76,13 @@ def token_matches(candidate: str | None) -> bool:
 
 
 def presented_token(request: Any) -> str | None:
-    """The token a request carries: Bearer header, then cookie, then ``?token=``."""
+    """The token a request carries: Bearer header, then cookie (never the URL)."""
     header = request.META.get("HTTP_AUTHORIZATION", "")
     scheme, _, value = header.partition(" ")
     if scheme.lower() == _AUTH_SCHEME and value.strip():
         return str(value.strip())
     cookie = request.COOKIES.get(TOKEN_COOKIE)
-    if cookie:
-        return str(cookie)
-    query = request.GET.get("token")
-    return str(query) if query else None
+    return str(cookie) if cookie else None
 
 
 def set_token_cookie(response: HttpResponseBase, token: str, *, secure: bool = False) -> None:
@@ -111,7 +114,8 @@ class OperatorTokenAuthentication(BaseAuthentication):
 
 class HasOperatorToken(BasePermission):
     message = (
-        "an API token is required (Authorization: Bearer, the bearpit_token cookie, or ?token=)"
+        "an API token is required: Authorization: Bearer, or the bearpit_token cookie that "
+        f"{LOGIN_PATH}?token=… sets in a browser"
     )
 
     def has_permission(self, request: Request, view: APIView) -> bool:

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from pydantic import ValidationError as PydanticValidationError
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
@@ -20,11 +21,16 @@ from chronicle.transcript import transcript_page
 from realms.api import schema as _schema  # noqa: F401  (registers the token scheme)
 from realms.api.auth import OperatorAPIView
 from realms.api.status import realm_list, realm_status, redact
+from realms.packages.schema.project import Turns
 from realms.services.launch import LaunchOptions
 from realms.services.messages import MessageError, send_operator_message
 from realms.services.start import LaunchError, StartRefused, start_realm
 from realms.warden.termination import request_stop
 
+# The override obeys the bounds of spec.turns.silence_timeout_s in a package.
+_SILENCE_BOUNDS = {type(m).__name__: m for m in Turns.model_fields["silence_timeout_s"].metadata}
+_SILENCE_ABOVE = float(_SILENCE_BOUNDS["Gt"].gt)
+_SILENCE_AT_MOST = float(_SILENCE_BOUNDS["Le"].le)
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 5000
 _LIMIT = OpenApiParameter("limit", int, description=f"1 to {MAX_LIMIT}, default {DEFAULT_LIMIT}")
@@ -91,6 +97,25 @@ _LAUNCH_FIELDS = {
 }
 
 
+_TURNS_FIELDS = {"enabled", "silence_timeout_s"}
+
+
+def _turns_problems(turns: dict[str, Any]) -> dict[str, str]:
+    """The run-time turns override {enabled, silence_timeout_s}, with the package's bounds."""
+    errors = {f"turns.{k}": "unknown field" for k in sorted(set(turns) - _TURNS_FIELDS)}
+    if not isinstance(turns.get("enabled", True), bool):
+        errors["turns.enabled"] = f"expected true or false; got {turns['enabled']!r}"
+    if "silence_timeout_s" in turns:
+        try:
+            Turns(silence_timeout_s=turns["silence_timeout_s"])
+        except PydanticValidationError:
+            errors["turns.silence_timeout_s"] = (
+                f"expected a number of seconds, above {_SILENCE_ABOVE:g} and at most "
+                f"{_SILENCE_AT_MOST:g}; got {turns['silence_timeout_s']!r}"
+            )
+    return errors
+
+
 def _launch_options(data: Any) -> tuple[LaunchOptions, str]:
     """Parse a launch body strictly: unknown or mistyped fields are named, not ignored."""
     if not isinstance(data, dict):
@@ -114,6 +139,8 @@ def _launch_options(data: Any) -> tuple[LaunchOptions, str]:
     turns = data.get("turns")
     if turns is not None and not isinstance(turns, dict):
         errors["turns"] = "expected an object {enabled, silence_timeout_s}"
+    elif turns is not None:
+        errors.update(_turns_problems(turns))
     if errors:
         raise ValidationError(errors)
     options = LaunchOptions(

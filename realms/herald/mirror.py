@@ -8,7 +8,10 @@ from typing import Any
 from django.db import transaction
 
 from chronicle import live
+from chronicle.kinds import Kind
 from chronicle.models import Message, now_ms
+from chronicle.services import record_event
+from chronicle.values import make_storable, storable_ts_ms
 from realms.herald.models import BusRoom, BusUser
 
 _ATTACHMENT_TYPES = {"m.image", "m.file", "m.audio", "m.video"}
@@ -64,23 +67,35 @@ def mirror_events(events: Iterable[Any]) -> int:
         )
     )
     rows = []
+    escaped: dict[str, list[str]] = {}
     for event in fresh:
         raw = event.get("content")
         content: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        ts = event.get("origin_server_ts")
+        # Already accepted by the homeserver, so never refused: what no database can
+        # keep is escaped, and a SYSTEM event says so (see chronicle.values).
+        body, changed = make_storable(str(content.get("body", "")), "body")
+        attachments, more = make_storable(_attachments(content), "attachments")
+        if changed or more:
+            escaped[event["event_id"]] = changed + more
         rows.append(
             Message(
                 realm_id=realms[event["room_id"]],
                 channel=event["room_id"],
                 sender=event["sender"],
                 sender_agent=agents.get(event["sender"], ""),
-                body=str(content.get("body", "")),
-                attachments=_attachments(content),
-                ts_ms=ts if isinstance(ts, int) else now_ms(),
+                body=body,
+                attachments=attachments,
+                ts_ms=storable_ts_ms(event.get("origin_server_ts")) or now_ms(),
                 matrix_event_id=event["event_id"],
             )
         )
     Message.objects.bulk_create(rows, ignore_conflicts=True)
+    for row in rows:
+        if row.matrix_event_id in escaped:
+            payload = {"event": "message_escaped", "matrix_event_id": row.matrix_event_id}
+            record_event(
+                row.realm_id, Kind.SYSTEM, {**payload, "fields": escaped[row.matrix_event_id]}
+            )
     for row in rows:
         live.publish(
             row.realm_id,

@@ -61,6 +61,8 @@ async def push_transaction(request: HttpRequest, txn_id: str) -> HttpResponse:
             raise TypeError("events is not a list")
     except (ValueError, KeyError, TypeError) as exc:
         return _error(400, "M_BAD_JSON", f"transaction {txn_id}: {exc}")
+    except RecursionError:
+        return _error(400, "M_BAD_JSON", f"transaction {txn_id}: JSON nested too deep")
     new = await sync_to_async(mirror_events)(events)
     if new:
         log.debug("transaction %s: %d new messages", txn_id, new)

@@ -9,13 +9,39 @@ changes nothing.
 from __future__ import annotations
 
 import io
+import lzma
 import stat
+import unicodedata
 import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 MAX_FILES = 500
 MAX_TOTAL_BYTES = 5 * 1024 * 1024
+MAX_PATH_CHARS = 1024  # ScenarioFile.path
+MAX_NAME_BYTES = 255  # one path component, as every common filesystem allows
+# Methods zipfile can inflate here; anything else (deflate64, PPMd, …) is named and refused.
+READABLE_METHODS = {
+    zipfile.ZIP_STORED: "store",
+    zipfile.ZIP_DEFLATED: "deflate",
+    zipfile.ZIP_BZIP2: "bzip2",
+    zipfile.ZIP_LZMA: "lzma",
+}
+# What a damaged archive or member raises while it is read: a bad CRC or header
+# (BadZipFile), a corrupt or cut deflate stream (zlib.error, EOFError), a bad bzip2 or
+# lzma stream (OSError, ValueError, lzma.LZMAError), a method or flag zipfile cannot
+# honour (NotImplementedError, RuntimeError).
+_READ_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    OSError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+)
 # A fixed timestamp keeps exported zips identical from one export to the next.
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 SKIPPED_DIRS = frozenset({".git", "__pycache__", ".DS_Store"})
@@ -23,6 +49,29 @@ SKIPPED_DIRS = frozenset({".git", "__pycache__", ".DS_Store"})
 
 class PackageTreeError(Exception):
     """The tree cannot be taken into the library; nothing was changed."""
+
+
+def _check_name(name: str, where: str) -> str:
+    """A member name the library can store and write to disk, or a located refusal."""
+    if "\x00" in name:
+        raise PackageTreeError(f"{where}: {_escaped(name)}: the name contains a NUL character")
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in name):
+        raise PackageTreeError(f"{where}: {_escaped(name)}: the name contains a control character")
+    path = _check_relative(name, where)
+    if len(path) > MAX_PATH_CHARS:
+        raise PackageTreeError(
+            f"{where}: {path[:60]}…: the path is longer than {MAX_PATH_CHARS} characters"
+        )
+    for part in PurePosixPath(path).parts:
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+            raise PackageTreeError(
+                f"{where}: {path[:60]}…: a name in the path is longer than {MAX_NAME_BYTES} bytes"
+            )
+    return path
+
+
+def _escaped(name: str) -> str:
+    return repr(name)[1:-1]
 
 
 def _check_relative(name: str, where: str) -> str:
@@ -75,33 +124,79 @@ def read_folder(root: Path) -> dict[str, bytes]:
     return files
 
 
-def read_zip(data: bytes, *, where: str = "zip") -> dict[str, bytes]:
-    """The files of a zip; a single top-level folder holding everything is stripped."""
+def _open_zip(data: bytes, where: str) -> zipfile.ZipFile:
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except UnicodeDecodeError:
+        raise PackageTreeError(
+            f"{where}: a member's name is marked UTF-8 but is not valid UTF-8"
+        ) from None
+    except _READ_ERRORS:
         raise PackageTreeError(f"{where}: not a zip archive") from None
+
+
+def _check_member(info: zipfile.ZipInfo, name: str, where: str) -> None:
+    if info.flag_bits & 0x1:
+        raise PackageTreeError(f"{where}: {name}: the member is encrypted; send it unencrypted")
+    if info.compress_type not in READABLE_METHODS:
+        known = ", ".join(READABLE_METHODS.values())
+        raise PackageTreeError(
+            f"{where}: {name}: compression method {info.compress_type} is not supported "
+            f"(use {known})"
+        )
+
+
+def _check_shape(files: Mapping[str, bytes], where: str) -> None:
+    """No name may be both a file and a folder of other files."""
+    for name in files:
+        parent = PurePosixPath(name).parent
+        while str(parent) != ".":
+            if str(parent) in files:
+                raise PackageTreeError(
+                    f"{where}: {parent}: is both a file and a folder holding {name}"
+                )
+            parent = parent.parent
+
+
+def read_zip(data: bytes, *, where: str = "zip") -> dict[str, bytes]:
+    """The files of a zip; a single top-level folder holding everything is stripped.
+
+    Every member is checked before it is read (name, encryption, method) and read
+    whole within the size budget; a damaged one is refused by name, so an import
+    either takes every file or changes nothing.
+    """
     budget = _Budget(where)
     files: dict[str, bytes] = {}
-    with archive:
+    with _open_zip(data, where) as archive:
         for info in archive.infolist():
+            # zipfile cuts a name at its first NUL; the original tells what was sent.
+            if "\x00" in info.orig_filename:
+                _check_name(info.orig_filename, where)
             if info.is_dir():
+                _check_name(info.filename.rstrip("/"), where)
                 continue
             if stat.S_ISLNK(info.external_attr >> 16):
                 raise PackageTreeError(f"{where}: {info.filename}: symlinks are not allowed")
-            name = _check_relative(info.filename, where)
+            name = _check_name(info.filename, where)
             if any(part in SKIPPED_DIRS for part in PurePosixPath(name).parts):
                 continue
+            _check_member(info, name, where)
             # Read at most one byte past what is allowed, whatever the header claims, so a
             # zip bomb cannot make us inflate more than the library would keep.
-            with archive.open(info) as member:
-                content = member.read(MAX_TOTAL_BYTES - budget.bytes + 1)
+            try:
+                with archive.open(info) as member:
+                    content = member.read(MAX_TOTAL_BYTES - budget.bytes + 1)
+            except _READ_ERRORS as exc:
+                raise PackageTreeError(
+                    f"{where}: {name}: the member is damaged and cannot be read ({exc})"
+                ) from None
             budget.take(len(content))
             if name in files:
                 raise PackageTreeError(f"{where}: {name}: appears twice")
             files[name] = content
     if not files:
         raise PackageTreeError(f"{where}: the archive holds no files")
+    _check_shape(files, where)
     return _strip_common_folder(files)
 
 

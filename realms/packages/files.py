@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,9 @@ MAX_FILE_BYTES = 1_000_000
 MAX_DEPTH = 64  # nesting of a manifest document; real manifests stay below 12
 MAX_WALK_FILES = 500  # files under one resources/ or skills/ folder
 MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
+# No database keeps a NUL (PostgreSQL refuses it in any text) or an unpaired surrogate
+# (it has no UTF-8 form), and a loaded package ends up in the database.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class FileProblem(Exception):
@@ -68,16 +72,34 @@ class _NoAliasLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+def _unstorable(text: str) -> str | None:
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "contains a NUL character, which cannot be stored"
+    return f"contains an unpaired surrogate U+{ord(found.group()):04X}, which cannot be stored"
+
+
 def _check_depth(doc: Any) -> None:
-    stack: list[tuple[Any, int]] = [(doc, 1)]
+    """Bounded nesting, and no string (key or value) that no database can keep."""
+    stack: list[tuple[Any, int, str]] = [(doc, 1, "")]
     while stack:
-        node, depth = stack.pop()
+        node, depth, where = stack.pop()
         if depth > MAX_DEPTH:
             raise FileProblem(f"the document is nested deeper than {MAX_DEPTH} levels")
-        if isinstance(node, dict):
-            stack.extend((value, depth + 1) for value in node.values())
+        if isinstance(node, str):
+            problem = _unstorable(node)
+            if problem is not None:
+                raise FileProblem(f"{where or 'the document'}: {problem}")
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                path = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and _unstorable(key) is not None:
+                    raise FileProblem(f"{where or 'the document'}: a key {_unstorable(key)}")
+                stack.append((value, depth + 1, path))
         elif isinstance(node, list):
-            stack.extend((value, depth + 1) for value in node)
+            stack.extend((value, depth + 1, f"{where}[{i}]") for i, value in enumerate(node))
 
 
 def read_text(path: Path, root: Path) -> str:
@@ -99,9 +121,12 @@ def read_text(path: Path, root: Path) -> str:
     except OSError as exc:
         raise FileProblem("cannot be read") from exc
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FileProblem("is not UTF-8 text") from exc
+    if "\x00" in text:
+        raise FileProblem(f"contains a NUL character (byte {data.index(0)}), so it is not text")
+    return text
 
 
 def parse_document(text: str, suffix: str) -> Any:

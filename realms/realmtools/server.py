@@ -139,12 +139,16 @@ class RealmtoolsMCP(FastMCP[Any]):
         return listed
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        if granted.get(name) is None or name in catalogue.RULES:
-            return await super().call_tool(name, arguments)
-        identity = self._identity()
-        args = dict(arguments or {})
-        run = partial(tools.run_for, identity, name, lambda c: granted.call(c, name, args))
-        return await anyio.to_thread.run_sync(run)
+        checked = tools.ARGUMENT_PROBLEM.set(tools.argument_problem(arguments or {}))
+        try:
+            if granted.get(name) is None or name in catalogue.RULES:
+                return await super().call_tool(name, arguments)
+            identity = self._identity()
+            args = dict(arguments or {})
+            run = partial(tools.run_for, identity, name, lambda c: granted.call(c, name, args))
+            return await anyio.to_thread.run_sync(run)
+        finally:
+            tools.ARGUMENT_PROBLEM.reset(checked)
 
 
 def build_mcp() -> RealmtoolsMCP:

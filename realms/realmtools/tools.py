@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
 from django.db import close_old_connections
 from mcp.server.fastmcp import Context, FastMCP
 
+from chronicle.values import BadValue, check_value
 from realms.realmtools import audit, catalogue
 from realms.realmtools.context import Caller
 from realms.realmtools.errors import Refusal
@@ -35,6 +37,21 @@ from realms.realmtools.mechanics import code as sandbox_code
 IDENTITY_KEY = "bearpit.identity"
 TOKEN_KEY = "bearpit.token"  # noqa: S105 - a scope key, not a secret
 
+# What is wrong with the arguments of the call being served, if anything. The server
+# checks every call's arguments once, before the SDK hands them to a tool, and each
+# tool's body refuses here, after the catalogue check, so the refusal has the tool's
+# own shape and is audited like any other.
+ARGUMENT_PROBLEM: ContextVar[str | None] = ContextVar("realmtools_argument_problem", default=None)
+
+
+def argument_problem(arguments: Any) -> str | None:
+    """Why the Chronicle could not keep these arguments (see chronicle.values), or None."""
+    try:
+        check_value(arguments, "arguments")
+    except BadValue as exc:
+        return str(exc)
+    return None
+
 
 def identity_of(ctx: Context[Any, Any, Any]) -> tuple[Identity, str]:
     request = ctx.request_context.request
@@ -52,6 +69,9 @@ def run_for(identity: Identity, name: str, fn: Callable[[Caller], Any]) -> Any:
     try:
         caller = Caller(identity, load_facts(identity.realm_id))
         rule = catalogue.check(name, caller)
+        problem = ARGUMENT_PROBLEM.get()
+        if problem is not None:
+            raise Refusal(problem)
         result = fn(caller)
     except Refusal as refusal:
         text = catalogue.RULES.get(name)

@@ -31,3 +31,68 @@ def test_a_taken_port_is_refused_clearly():
         port = taken.getsockname()[1]
         with pytest.raises(RuntimeError, match=f"127.0.0.1:{port}"):
             PlatformServer(port).start()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_the_real_server_a_50_mb_body_and_a_deep_one_get_json_errors(settings):
+    settings.BEARPIT_API_TOKEN = "test-operator-token-server-0123"
+    auth = {"Authorization": "Bearer test-operator-token-server-0123"}
+    with PlatformServer() as server, httpx.Client(base_url=server.url, timeout=60) as http:
+        big = b'{"package": "' + b"x" * (50 * 1024 * 1024) + b'"}'
+        response = http.post(
+            "/api/realms", content=big, headers={**auth, "Content-Type": "application/json"}
+        )
+        assert response.status_code == 413
+        assert "larger than" in response.json()["error"]
+        deep = b"[" * 100_000 + b"]" * 100_000
+        response = http.post(
+            "/api/realms", content=deep, headers={**auth, "Content-Type": "application/json"}
+        )
+        assert response.status_code == 400
+        assert "nested deeper than" in response.json()["detail"]
+        missing = http.get("/api/nowhere", headers=auth)
+        assert missing.status_code == 404 and "/api/nowhere" in missing.json()["error"]
+
+
+def _raw_request(port: int, head: bytes, body_chunks: list[bytes]) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head)
+        try:
+            for chunk in body_chunks:
+                sock.sendall(chunk)
+        except OSError:
+            pass  # the server may close as soon as it has answered
+        received = b""
+        try:
+            while b"\r\n\r\n" not in received or not received.rstrip().endswith(b"}"):
+                data = sock.recv(65536)
+                if not data:
+                    break
+                received += data
+        except OSError:
+            pass
+        return received
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_oversized_body_is_refused_before_it_is_read(settings):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    with PlatformServer() as server:
+        # Only the headers are sent: the answer must come without waiting for 50 MB.
+        head = (
+            b"POST /api/realms HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 52428800\r\n\r\n"
+        )
+        answer = _raw_request(server.port, head, [])
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+        assert f"larger than {limit} bytes".encode() in answer
+
+        chunk = b"x" * 1024 * 1024
+        framed = b"%x\r\n%s\r\n" % (len(chunk), chunk)
+        head = (
+            b"POST /api/realms HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        count = limit // len(chunk) + 2
+        answer = _raw_request(server.port, head, [framed] * count + [b"0\r\n\r\n"])
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:200]

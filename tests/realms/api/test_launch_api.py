@@ -119,3 +119,35 @@ def test_without_a_broker_the_api_says_to_use_pit_up(client):
     assert response.status_code == 503
     assert "pit_up" in response.json()["error"]
     assert not Realm.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("turns", "field"),
+    [
+        ({"silence_timeout_s": "abc"}, "turns.silence_timeout_s"),
+        ({"silence_timeout_s": None}, "turns.silence_timeout_s"),
+        ({"silence_timeout_s": [1]}, "turns.silence_timeout_s"),
+        ({"silence_timeout_s": True}, "turns.silence_timeout_s"),
+        ({"silence_timeout_s": 0}, "turns.silence_timeout_s"),
+        ({"silence_timeout_s": 1e9}, "turns.silence_timeout_s"),
+        ({"enabled": "yes"}, "turns.enabled"),
+        ({"silence": 5}, "turns.silence"),
+    ],
+)
+def test_a_bad_turns_override_is_a_located_400_and_changes_nothing(client, broker, turns, field):
+    library.import_folder(REPO / "examples" / "toolcheck")
+    response = post(client, {"package": "toolcheck", "realm_id": "tc-turns", "turns": turns})
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()
+    assert not Realm.objects.exists()
+    assert queued_tasks(broker) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_good_turns_override_is_taken(client, broker):
+    library.import_folder(REPO / "examples" / "toolcheck")
+    body = {"package": "toolcheck", "realm_id": "tc-turns-ok", "turns": {"silence_timeout_s": 120}}
+    assert post(client, body).status_code == 202
+    turns = Realm.objects.get(realm_id="tc-turns-ok").project["spec"]["turns"]
+    assert turns["silence_timeout_s"] >= 120

@@ -8,6 +8,7 @@ import pytest
 from realms.library import files as trees
 from realms.models import Scenario
 from tests.conftest import COMPAT
+from tests.realms.library.badzips import BROKEN
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
 
@@ -95,3 +96,28 @@ def test_unknown_names_and_deleting_examples(client):
     assert client.get("/api/packages/ghost", **auth()).status_code == 404
     assert client.delete("/api/packages/toolcheck", **auth()).status_code == 404
     assert Scenario.objects.filter(name="toolcheck", source="example").exists()
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_every_broken_zip_is_a_located_400_and_changes_nothing(client, case):
+    build, expected = BROKEN[case]
+    response = client.post(
+        "/api/packages/import-zip?name=broken",
+        data=build(),
+        content_type="application/zip",
+        **auth(),
+    )
+    assert response.status_code == 400, response.content[:300]
+    assert expected in response.json()["file"], response.json()
+    assert not Scenario.objects.filter(name="broken").exists()
+
+
+def test_an_archive_over_the_limit_is_refused_before_it_is_read(client):
+    response = client.post(
+        "/api/packages/import-zip?name=big",
+        data=b"PK" + b"\0" * (trees.MAX_TOTAL_BYTES + 10),
+        content_type="application/zip",
+        **auth(),
+    )
+    assert response.status_code in (400, 413)
+    assert "5 MB" in json.dumps(response.json())

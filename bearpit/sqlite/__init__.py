@@ -1,0 +1,1 @@
+"""Django's SQLite backend with what the Chronicle's append-only triggers need."""

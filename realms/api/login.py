@@ -1,0 +1,49 @@
+"""``/login?token=…``: the one URL that may carry the operator token.
+
+A browser cannot send a header from an address bar, so the operator opens this once;
+the token becomes an HttpOnly, SameSite=Strict cookie and the browser is sent (303) to
+a URL without it, so it stays out of history, bookmarks and referrers from then on.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET
+
+from realms.api.auth import LOGIN_DEFAULT_NEXT, QUERY_TOKEN, set_token_cookie, token_matches
+
+
+def _clean_next(request: HttpRequest) -> str:
+    """A local path to go to, without any token in it; the default otherwise."""
+    target = request.GET.get("next", "")
+    if not target.startswith("/") or not url_has_allowed_host_and_scheme(
+        target, allowed_hosts=None, require_https=False
+    ):
+        return LOGIN_DEFAULT_NEXT
+    parts = urlsplit(target)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if parts.netloc or any(key == QUERY_TOKEN for key, _ in query):
+        return LOGIN_DEFAULT_NEXT
+    return parts.path + (f"?{urlencode(query)}" if query else "")
+
+
+def _private(response: HttpResponse) -> HttpResponse:
+    response["Cache-Control"] = "no-store"
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@require_GET
+def login(request: HttpRequest) -> HttpResponse:
+    token = request.GET.get(QUERY_TOKEN, "")
+    if not token:
+        body = {"error": "open /login?token=<the operator token> to sign in this browser"}
+        return _private(JsonResponse(body, status=400))
+    if not token_matches(token):
+        return _private(JsonResponse({"error": "invalid API token"}, status=401))
+    response = HttpResponseRedirect(_clean_next(request), status=303)
+    set_token_cookie(response, token, secure=request.is_secure())
+    return _private(response)
