@@ -6,10 +6,14 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.homeserver", "tests.fixtures.podman"]
+pytest_plugins = [
+    "tests.fixtures.compat",
+    "tests.fixtures.gate",
+    "tests.fixtures.homeserver",
+    "tests.fixtures.podman",
+]
 
 REPO = Path(__file__).resolve().parent.parent
-COMPAT = REPO.parent / "shared" / "compat" / "bearpit-examples"
 
 
 @pytest.fixture
