@@ -39,8 +39,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     from django.conf import settings
 
     if _needs_postgres(item) and not getattr(settings, "POSTGRES_ANSWERS", True):
+        url = getattr(settings, "POSTGRES_URL", "")
         pytest.fail(
-            f"PostgreSQL does not answer at {settings.POSTGRES_URL}: run scripts/test (it starts "
+            f"PostgreSQL does not answer at {url}: run scripts/test (it starts "
             "a throw-away server) or point BEARPIT_TEST_POSTGRES_URL at one",
             pytrace=False,
         )
