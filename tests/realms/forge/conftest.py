@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 from django.conf import settings
 from django.db import connection
 
@@ -150,7 +151,8 @@ def escape_targets(realm_id: str, port: int, needle: str = "sk-virtual") -> dict
     home = Path(settings.BEARPIT_HOME)
     keystore = home / "keystore.key"
     if not keystore.exists():
-        keystore.write_text("keystore-secret-material")
+        # A real key: later tests in this session (the ledger's) load this same file.
+        keystore.write_bytes(Fernet.generate_key())
         keystore.chmod(0o600)
     return {
         "port": port,
