@@ -21,8 +21,9 @@ def repo_root() -> Path:
     return REPO
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Remove the throw-away BEARPIT_HOME that tests/settings.py made for this run."""
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the throw-away BEARPIT_HOME that tests/settings.py made for this run (also
+    after a usage error, when no session ran)."""
     if os.environ.get("BEARPIT_TEST_HOME_OWNER") == str(os.getpid()):
         shutil.rmtree(os.environ["BEARPIT_HOME"], ignore_errors=True)
 

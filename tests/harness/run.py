@@ -10,7 +10,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 # What the outer session chose for itself; an inner session chooses its own.
 OUTER_PREFIXES = ("PYTEST_", "BEARPIT_TEST_HOME_", "BEARPIT_SANDBOX_UID_")
-OUTER_NAMES = ("CI", "BEARPIT_HOME", "BEARPIT_COMPAT_DIR", "BEARPIT_TEST_FLOOR_FILE")
+OUTER_NAMES = (
+    "CI",
+    "BEARPIT_HOME",
+    "BEARPIT_COMPAT_DIR",
+    "BEARPIT_TEST_FLOOR_FILE",
+    "DJANGO_SETTINGS_MODULE",
+)
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -23,8 +23,11 @@ def test_without_the_variable_the_compat_tests_are_left_out_and_the_summary_says
 
 def test_a_variable_naming_no_folder_stops_the_run(tmp_path):
     missing = tmp_path / "nowhere"
-    result = run_pytest(
-        ["-p", "no:randomly", "--co", COMPAT_TESTS], clean_env(BEARPIT_COMPAT_DIR=str(missing))
-    )
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = clean_env(BEARPIT_COMPAT_DIR=str(missing), TMPDIR=str(temp))
+    result = run_pytest(["-p", "no:randomly", "--co", COMPAT_TESTS], env)
     assert result.returncode == 4, result.stdout + result.stderr
     assert f"BEARPIT_COMPAT_DIR={missing}: not a directory" in result.stderr
+    # The throw-away home the test settings made is gone, though no session ran.
+    assert not list(temp.glob("bearpit-test-home-*"))

@@ -11,7 +11,11 @@ from .run import clean_env, run_pytest
 
 pytestmark = pytest.mark.timeout(120)
 
-PLUGINS = ["-p", "tests.fixtures.compat", "-p", "tests.fixtures.gate", "-p", "no:randomly"]
+# Only the two plugins under test: no Django (whose test settings would make a home).
+PLUGINS = [
+    *("-p", "tests.fixtures.compat", "-p", "tests.fixtures.gate"),
+    *("-p", "no:randomly", "-p", "no:django"),
+]
 
 
 def session(tmp_path: Path, tests: str, floors: str, *extra: str, **env: str):
