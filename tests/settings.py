@@ -8,24 +8,29 @@ tests start (commands, servers) inherit it.
 from __future__ import annotations
 
 import os
-import tempfile
 
-if "BEARPIT_HOME" not in os.environ:
-    os.environ["BEARPIT_HOME"] = tempfile.mkdtemp(prefix="bearpit-test-home-")
-    # Processes the tests start inherit BEARPIT_HOME; only the session that made it removes it.
-    os.environ["BEARPIT_TEST_HOME_OWNER"] = str(os.getpid())
+from tests.fixtures import worker as _worker
+
+# Its own BEARPIT_HOME and sandbox uid block per test process (pytest-xdist workers too).
+_worker.isolate()
 os.environ.setdefault("BEARPIT_SECRET_KEY", "test-secret-key-not-for-production-use-0123456789")
 
-from bearpit import env as _env
-from bearpit.settings import *  # noqa: F403
+from bearpit import env as _env  # noqa: E402  (after the environment is set)
+from bearpit.settings import *  # noqa: E402, F403
 
 POSTGRES_URL = os.environ.get(
     "BEARPIT_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/bearpit"
 )
-DATABASES["postgres"] = {  # noqa: F405
-    **_env.parse_database_url("BEARPIT_TEST_POSTGRES_URL", POSTGRES_URL).django(),
-    "TEST": {"NAME": "test_bearpit"},
-}
+_POSTGRES = _env.parse_database_url("BEARPIT_TEST_POSTGRES_URL", POSTGRES_URL)
+# Without a server there is no "postgres" alias: the tests that need it fail on their own
+# (tests/conftest.py says how to get one), and setting up the test databases of every
+# other test does not fail with it.
+POSTGRES_ANSWERS = _worker.answers(_POSTGRES.host or "127.0.0.1", int(_POSTGRES.port or 5432))
+if POSTGRES_ANSWERS:
+    DATABASES["postgres"] = {  # noqa: F405
+        **_POSTGRES.django(),
+        "TEST": {"NAME": "test_bearpit"},
+    }
 # A file, not ":memory:", so servers the tests start in threads or subprocesses
 # (gateway, application-service endpoint, realmtools) see the same test database.
 DATABASES["default"]["TEST"] = {"NAME": str(BEARPIT_HOME / "test-db.sqlite3")}  # noqa: F405

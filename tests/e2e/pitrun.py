@@ -30,8 +30,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# Kept from the test process: its sandbox uid block, so parallel test workers never
+# hand two live sandboxes the same host uid.
+KEPT = ("BEARPIT_SANDBOX_UID_BASE", "BEARPIT_SANDBOX_UID_COUNT")
+
+
 def pit_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BEARPIT_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BEARPIT_") or k in KEPT}
     env.update(
         DJANGO_SETTINGS_MODULE="bearpit.settings",
         BEARPIT_HOME=str(home),

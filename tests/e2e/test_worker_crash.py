@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import pytest
 from tests.e2e.commons import CommonsSender, assert_exactly_once
 from tests.e2e.pitrun import REPO, free_port, pit_env, stop_everything, with_descendants
 from tests.fixtures.postgres import fresh_database
+from tests.fixtures.worker import redis_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -102,7 +102,7 @@ def test_kill_9_the_worker_mid_realm_and_it_resumes(tmp_path: Path, database: st
     env = pit_env(
         home,
         BEARPIT_DATABASE_URL=database,
-        BEARPIT_REDIS_URL=f"redis://127.0.0.1:6379/{secrets.randbelow(10) + 5}",
+        BEARPIT_REDIS_URL=redis_url(1),
         BEARPIT_TICK_CLAIM_S="5",
         BEARPIT_MATRIX_PORT=str(free_port()),
     )

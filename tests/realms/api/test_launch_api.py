@@ -13,12 +13,13 @@ from bearpit.celery import app as celery_app
 from ledger.services.profiles import seed_profiles
 from realms.library import services as library
 from realms.models import Realm
+from tests.fixtures.worker import redis_url
 
 pytestmark = [pytest.mark.timeout(60)]
 
 TOKEN = "test-operator-token-launch-0123"
 REPO = Path(__file__).resolve().parents[3]
-BROKER = "redis://127.0.0.1:6379/14"
+BROKER = redis_url(0)
 app: Any = celery_app  # the stubs do not know Celery's fork hook used below
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from realms.library import files as trees
 from realms.models import Scenario
-from tests.conftest import COMPAT
+from tests.conftest import REPO
+from tests.fixtures.compat import COMPAT
 from tests.realms.library.badzips import BROKEN
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
@@ -21,7 +22,7 @@ def _settings(settings, tmp_path):
     settings.BEARPIT_API_TOKEN = TOKEN
     examples = tmp_path / "examples"
     examples.mkdir()
-    (examples / "toolcheck").symlink_to(COMPAT / "toolcheck")
+    (examples / "toolcheck").symlink_to(REPO / "examples" / "toolcheck")
     settings.BEARPIT_EXAMPLES_DIR = examples
 
 
@@ -37,6 +38,7 @@ def test_the_library_needs_the_token(client):
     assert client.get("/api/packages").status_code == 401
 
 
+@pytest.mark.compat
 def test_examples_are_listed_and_a_user_copy_shadows_one(client):
     listed = client.get("/api/packages", **auth()).json()["packages"]
     assert [(p["name"], p["source"], p["editable"]) for p in listed] == [
@@ -58,6 +60,7 @@ def test_examples_are_listed_and_a_user_copy_shadows_one(client):
     assert listed[0]["agents"] == ["alto", "basso", "warden"]
 
 
+@pytest.mark.compat
 def test_detail_parameters_and_export(client):
     client.get("/api/packages", **auth())
     detail = client.get("/api/packages/toolcheck", **auth()).json()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import socket
 import subprocess
@@ -25,9 +26,19 @@ from realms.forge.services import (
 )
 from realms.forge.spec import MIB, Limits
 from realms.models import Realm
+from tests.fixtures.worker import worker_index
 
-# A uid range of its own per test session, so sessions sharing the host never collide.
-UID_BASE = 400000 + secrets.randbelow(500) * 1000
+
+def _uid_base() -> int:
+    """A block of 1000 uids of its own per test session, so sessions sharing the host
+    rarely collide, and the xdist workers of one session never do: worker N of W takes
+    a block whose number is N modulo W."""
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    block = secrets.randbelow(500 // workers) * workers + worker_index() % workers
+    return 400000 + block * 1000
+
+
+UID_BASE = _uid_base()
 
 SMALL = Limits(
     memory_bytes=192 * MIB,

@@ -114,9 +114,12 @@ def test_runtime_uid_cannot_escape_and_caps_hold(make_realm, listener):
     assert result["keystore"] is False
     assert result["database"] is False
     assert result["bearpit_home_exists"] is False
-    # Only what leads to the interpreter's own read-only bind, nothing of the real /root.
+    # Only what leads to the code's own read-only binds, nothing of the real /root.
     host_root = set(os.listdir("/root"))
-    allowed = {Path(sys.base_prefix).resolve().relative_to("/root").parts[0]}
+    # The read-only binds (interpreter, venv, runtime) that live under /root (uv's or pyenv's
+    # Python, a checkout there) show their first folder; those under /usr show none.
+    binds = [Path(sys.base_prefix).resolve(), Path(sys.prefix), Path(settings.BASE_DIR)]
+    allowed = {p.relative_to("/root").parts[0] for p in binds if p.is_relative_to("/root")}
     assert set(result["root_entries"]) <= allowed
     assert host_root - allowed, "the host's /root should hold more than the interpreter"
     # The runtime itself must read its own birth config.

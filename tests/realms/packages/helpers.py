@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from realms.packages import LoadResult, load_package
+from tests.fixtures.compat import COMPAT
 
 REPO = Path(__file__).resolve().parents[3]
-COMPAT = REPO.parent / "shared" / "compat" / "bearpit-examples"
+__all__ = ["COMPAT", "REPO"]
 
 
 def base_project(**spec: Any) -> dict[str, Any]:

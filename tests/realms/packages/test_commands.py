@@ -20,6 +20,7 @@ def run(*args):
     return out.getvalue(), err.getvalue()
 
 
+@pytest.mark.compat
 def test_validate_prints_the_package():
     out, _ = run("pit_validate", str(COMPAT / "param-relay"))
     lines = out.splitlines()
@@ -34,6 +35,7 @@ def test_validate_prints_the_package():
     assert lines[-1] == "OK"
 
 
+@pytest.mark.compat
 def test_validate_shows_machine_tools_and_memory_note(tmp_path):
     out, _ = run("pit_validate", str(COMPAT / "poker-table"))
     assert "Mechanics: state-machine (8 states, 16 transitions)" in out
@@ -88,7 +90,7 @@ def test_validate_subprocess_exit_codes_and_no_traceback(tmp_path):
     assert "junk.json: is not UTF-8 text" in bad.stderr
     assert "Traceback" not in bad.stderr + bad.stdout
     good = subprocess.run(
-        [sys.executable, "manage.py", "pit_validate", str(COMPAT / "toolcheck")],
+        [sys.executable, "manage.py", "pit_validate", str(REPO / "examples" / "toolcheck")],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -98,6 +100,7 @@ def test_validate_subprocess_exit_codes_and_no_traceback(tmp_path):
     assert good.stdout.rstrip().endswith("OK")
 
 
+@pytest.mark.compat
 def test_params_lists_origins_bounds_and_uses():
     out, _ = run("pit_params", str(COMPAT / "poker-table"))
     assert out.splitlines() == [
@@ -120,21 +123,42 @@ def test_params_on_an_invalid_package(tmp_path):
         )
 
 
-def test_schema_writes_usable_json_schemas(tmp_path):
+def schema_validators(tmp_path):
     out, _ = run("pit_schema", "-o", str(tmp_path / "schemas"))
     project_schema = json.loads((tmp_path / "schemas" / "project.schema.json").read_text())
     agent_schema = json.loads((tmp_path / "schemas" / "agent.schema.json").read_text())
     assert "wrote" in out
     jsonschema.Draft202012Validator.check_schema(project_schema)
     jsonschema.Draft202012Validator.check_schema(agent_schema)
-    # The corpus manifests conform, and an unknown key or a bad enum does not.
-    project_validator = jsonschema.Draft202012Validator(project_schema)
-    agent_validator = jsonschema.Draft202012Validator(agent_schema)
-    for manifest in sorted(COMPAT.glob("*/project.json")):
+    return (
+        jsonschema.Draft202012Validator(project_schema),
+        jsonschema.Draft202012Validator(agent_schema),
+    )
+
+
+def assert_manifests_conform(root, project_validator, agent_validator):
+    projects = sorted(root.glob("*/project.json"))
+    agents = sorted(root.glob("*/agents/*/agent.json"))
+    assert projects and agents, root
+    for manifest in projects:
         doc = json.loads(manifest.read_text())
         assert not list(project_validator.iter_errors(doc)), manifest
-    for manifest in sorted(COMPAT.glob("*/agents/*/agent.json")):
+    for manifest in agents:
         assert not list(agent_validator.iter_errors(json.loads(manifest.read_text()))), manifest
+
+
+@pytest.mark.compat
+def test_the_corpus_manifests_conform_to_the_schemas(tmp_path):
+    assert_manifests_conform(COMPAT, *schema_validators(tmp_path))
+
+
+def test_schema_writes_usable_json_schemas(tmp_path):
+    project_validator, agent_validator = schema_validators(tmp_path)
+    # The project's own packages conform, and an unknown key or a bad enum does not.
+    assert_manifests_conform(REPO / "examples", project_validator, agent_validator)
+    assert_manifests_conform(
+        REPO / "tests" / "e2e" / "packages", project_validator, agent_validator
+    )
     assert list(project_validator.iter_errors({**base_project(), "surprise": 1}))
     assert list(agent_validator.iter_errors({"id": "x", "role": "boss"}))
     assert list(agent_validator.iter_errors({"id": "x", "resource_files": {}}))

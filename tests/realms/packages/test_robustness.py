@@ -13,7 +13,16 @@ from hypothesis import strategies as st
 
 from realms.packages import LoadResult, PackageError, load_package
 
-from .helpers import COMPAT, base_project, write_package
+from .helpers import COMPAT, REPO, base_project, write_package
+
+# The project's own packages, and the reference corpus's when BEARPIT_COMPAT_DIR names it.
+PACKAGE_DIRS = sorted(
+    p
+    for root in (REPO / "examples", REPO / "tests" / "e2e" / "packages", COMPAT)
+    if root.is_dir()
+    for p in root.iterdir()
+    if (p / "project.json").is_file()
+)
 
 SETTINGS = settings(
     max_examples=60,
@@ -123,9 +132,9 @@ def _at(node: Any, path: tuple[Any, ...]) -> Any:
 )
 @given(data=st.data())
 def test_mutated_corpus_packages(data, tmp_path_factory):
-    name = data.draw(st.sampled_from(sorted(p.name for p in COMPAT.iterdir() if p.is_dir())))
-    root = tmp_path_factory.mktemp("mut") / name
-    shutil.copytree(COMPAT / name, root)
+    source = data.draw(st.sampled_from(PACKAGE_DIRS))
+    root = tmp_path_factory.mktemp("mut") / source.name
+    shutil.copytree(source, root)
     files = sorted(root.rglob("*.json"))
     for _ in range(data.draw(st.integers(min_value=1, max_value=3))):
         target = data.draw(st.sampled_from(files))

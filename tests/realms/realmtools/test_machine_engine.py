@@ -8,7 +8,7 @@ import pytest
 
 from realms.packages.schema.machine import MachineDef
 from realms.realmtools.machine.engine import Machine, Rejected
-from tests.conftest import COMPAT
+from tests.fixtures.compat import COMPAT
 
 from .machines import AUCTION
 
@@ -133,6 +133,7 @@ def test_hidden_memberships_are_stripped_for_everyone_but_the_referee():
     assert m.declaration_for("themis")["members"]["spy"] == ["zed"]
 
 
+@pytest.mark.compat
 def test_the_compat_poker_table_declaration_runs():
     project = json.loads((COMPAT / "poker-table" / "project.json").read_text())
     decl = project["spec"]["mechanics"][0]["machine"]

@@ -16,7 +16,8 @@ from realms.models import Realm, RealmAgent
 from realms.services.launch import LaunchError, LaunchOptions, launch_realm, realm_slug
 from realms.services.providers import choose_provider
 from realms.warden.models import WardenState
-from tests.conftest import COMPAT, REPO
+from tests.conftest import REPO
+from tests.fixtures.compat import COMPAT
 
 TOOLCHECK = REPO / "examples" / "toolcheck"
 pytestmark = pytest.mark.django_db
@@ -128,6 +129,7 @@ def test_a_configured_provider_without_its_key_needs_consent() -> None:
         launch_realm(TOOLCHECK, LaunchOptions(provider="nonesuch"))
 
 
+@pytest.mark.compat
 def test_a_state_machine_realm_chronicles_its_machine_before_provisioning() -> None:
     realm = launch_realm(COMPAT / "poker-table", LaunchOptions(allow_missing_parameters=True))
     kinds = list(Event.objects.filter(realm_id=realm.realm_id).values_list("kind", flat=True))

@@ -16,7 +16,7 @@ from realms.warden.snapshot import (
 )
 from realms.warden.termination import Conclusion, evaluate, parse_conditions
 from tests.chronicle.realmkit import DM_AB, event, make_realm, running, say
-from tests.conftest import COMPAT
+from tests.fixtures.compat import COMPAT
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -340,6 +340,7 @@ def test_declared_manual_and_no_participant_conditions_and_loader_shaped_dicts()
     assert check(snap(now_ms=START + 10_000), stall).reason == "stall"
 
 
+@pytest.mark.compat
 def test_every_reference_example_termination_list_parses():
     projects = sorted(COMPAT.glob("*/project.json"))
     assert len(projects) >= 20
