@@ -9,6 +9,7 @@ that encodes the key on purpose already holds it and is beyond what a relay can 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 MASK = "***"
 _MASK_BYTES = MASK.encode()
@@ -93,7 +94,7 @@ class StreamScrubber:
         rest = self._pending.pop(slot, "")
         return MASK if len(rest) >= _LONG_PREFIX else rest
 
-    def chunk(self, obj: dict[str, object]) -> dict[str, object]:
+    def chunk(self, obj: dict[str, Any]) -> dict[str, Any]:
         """The chunk with its text scrubbed, and what it finishes flushed into it."""
         choices = obj.get("choices")
         if not isinstance(choices, list):
@@ -123,7 +124,7 @@ class StreamScrubber:
                     )
         return obj
 
-    def rest(self) -> dict[str, object] | None:
+    def rest(self) -> dict[str, Any] | None:
         """A last chunk with what is still held back, when the stream ends unfinished."""
         if not self._pending:
             return None

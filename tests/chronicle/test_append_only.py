@@ -49,7 +49,10 @@ def test_postgres_trigger_refuses_raw_updates_and_deletes():
 
 
 def _event(using: str = "default") -> Event:
-    return Event.objects.using(using).create(realm_id="r9", kind="score", payload={"delta": 1})
+    event: Event = Event.objects.using(using).create(
+        realm_id="r9", kind="score", payload={"delta": 1}
+    )
+    return event
 
 
 def _unchanged(event: Event, using: str = "default") -> None:
