@@ -59,3 +59,16 @@ def test_side_channels_stay_inside_the_realm(homeserver, realm_id, agent_client)
     joined = c.post(f"/_matrix/client/v3/join/{quote(room_id, safe='')}", {})
     assert joined.status_code == 403
     assert open_bus.users["a"] != closed_bus.users["c"]
+
+
+def test_the_gate_matches_realms_exactly_not_by_prefix(homeserver, realm_id, agent_client):
+    """Realm ``x`` allows side channels; realm ``x-b`` does not. The second one's agents
+    have ids that start like the first one's, and must stay confined."""
+    open_bus = provision_bus(realm_id, [BusAgent("a")], turns=False, allow_side_channels=True)
+    closed_id = f"{realm_id}-b"
+    provision_bus(closed_id, [BusAgent("c")], turns=False, allow_side_channels=False)
+    c = agent_client(closed_id, "c")
+    created = _create_room(c)
+    assert created.status_code == 403, created.text
+    invited = _invite(c, open_bus.commons_room_id, open_bus.users["a"])
+    assert invited.status_code == 403, invited.text
