@@ -288,6 +288,8 @@ def write_config(config: HomeserverConfig) -> None:
         # (bench/bus.py, 10 agents at 5 msg/s: send p50 roughly halved).
         "caches": {"global_factor": 4.0},
         "url_preview_enabled": False,
+        # Synapse sends the hs_token in the Authorization header; never in the URL.
+        "use_appservice_legacy_authorization": False,
         "allow_public_rooms_without_auth": False,
         "allow_public_rooms_over_federation": False,
         "app_service_config_files": [str(config.registration_path)],
