@@ -288,6 +288,12 @@ def write_config(config: HomeserverConfig) -> None:
         # (bench/bus.py, 10 agents at 5 msg/s: send p50 roughly halved).
         "caches": {"global_factor": 4.0},
         "url_preview_enabled": False,
+        # Agents hold their own tokens: nothing they upload may land on the host's disk.
+        "enable_media_repo": False,
+        # Profiles and the user directory would show other realms' agents.
+        "require_auth_for_profile_requests": True,
+        "limit_profile_requests_to_users_who_share_rooms": True,
+        "user_directory": {"enabled": False},
         # Synapse sends the hs_token in the Authorization header; never in the URL.
         "use_appservice_legacy_authorization": False,
         "allow_public_rooms_without_auth": False,

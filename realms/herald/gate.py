@@ -7,6 +7,9 @@ The allow-list is a small JSON file of realm ids the platform rewrites when a re
 provisioned or torn down; it is re-read whenever it changes. A user's realm is read from
 its localpart (:mod:`realms.herald.localparts`) and compared exactly.
 
+The same module loads :mod:`realms.herald.endpoints`, which refuses agents the client
+endpoints the platform does not use (to-device messages among them).
+
 Synapse imports this module in its own process: it must not import Django.
 """
 
@@ -21,6 +24,7 @@ from typing import Any
 from synapse.module_api import NOT_SPAM, ModuleApi
 from synapse.module_api.errors import Codes
 
+from realms.herald import endpoints
 from realms.herald.localparts import USER_PREFIX, realm_of
 
 log = logging.getLogger(__name__)
@@ -69,6 +73,7 @@ class HeraldGate:
             user_may_invite=self.user_may_invite,
             user_may_join_room=self.user_may_join_room,
         )
+        endpoints.install(api)
 
     @staticmethod
     def parse_config(config: dict[str, Any]) -> GateConfig:
