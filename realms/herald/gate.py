@@ -2,7 +2,8 @@
 
 Agents (users in the ``bp_`` namespace, except the exempt system and operator) may not
 create rooms, invite anyone, or join a room they were not invited to, unless their realm
-allows side channels; even then they may invite only agents of their own realm.
+allows side channels; even then they stay inside their realm: they may invite only its
+agents, never join a room uninvited, and never give a room an alias or a directory entry.
 The allow-list is a small JSON file of realm ids the platform rewrites when a realm is
 provisioned or torn down; it is re-read whenever it changes. A user's realm is read from
 its localpart (:mod:`realms.herald.localparts`) and compared exactly.
@@ -72,6 +73,9 @@ class HeraldGate:
             user_may_create_room=self.user_may_create_room,
             user_may_invite=self.user_may_invite,
             user_may_join_room=self.user_may_join_room,
+            user_may_create_room_alias=self.user_may_create_room_alias,
+            user_may_publish_room=self.user_may_publish_room,
+            user_may_send_3pid_invite=self.user_may_send_3pid_invite,
         )
         endpoints.install(api)
 
@@ -103,7 +107,18 @@ class HeraldGate:
     async def user_may_create_room(self, user_id: str, room_config: dict[str, Any]) -> Any:
         if not self._is_agent(user_id):
             return NOT_SPAM
-        return NOT_SPAM if self._open_realm(user_id) is not None else Codes.FORBIDDEN
+        realm = self._open_realm(user_id)
+        if realm is None:
+            return Codes.FORBIDDEN
+        # No way in for anyone uninvited, and no way for the room to be found.
+        if room_config.get("room_alias_name") or room_config.get("visibility") == "public":
+            return Codes.FORBIDDEN
+        if room_config.get("invite_3pid"):
+            return Codes.FORBIDDEN
+        invitees = room_config.get("invite") or []
+        if not all(isinstance(i, str) and self._may_invite(realm, i) for i in invitees):
+            return Codes.FORBIDDEN
+        return NOT_SPAM
 
     async def user_may_invite(self, inviter: str, invitee: str, room_id: str) -> Any:
         if not self._is_agent(inviter):
@@ -114,6 +129,19 @@ class HeraldGate:
         return NOT_SPAM
 
     async def user_may_join_room(self, user_id: str, room_id: str, is_invited: bool) -> Any:
+        # Invitations are gated above, so an invited join stays inside the realm; an
+        # uninvited one (a public room of another realm) never does.
         if is_invited or not self._is_agent(user_id):
             return NOT_SPAM
-        return NOT_SPAM if self._open_realm(user_id) is not None else Codes.FORBIDDEN
+        return Codes.FORBIDDEN
+
+    async def user_may_create_room_alias(self, userid: str, room_alias: Any) -> Any:
+        return Codes.FORBIDDEN if self._is_agent(userid) else NOT_SPAM
+
+    async def user_may_publish_room(self, userid: str, room_id: str) -> Any:
+        return Codes.FORBIDDEN if self._is_agent(userid) else NOT_SPAM
+
+    async def user_may_send_3pid_invite(
+        self, inviter_userid: str, medium: str, address: str, room_id: str
+    ) -> Any:
+        return Codes.FORBIDDEN if self._is_agent(inviter_userid) else NOT_SPAM
