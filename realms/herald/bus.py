@@ -82,11 +82,23 @@ def _validate(realm_id: str, agents: list[BusAgent]) -> None:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ValueError(f"provision_bus({realm_id}): duplicate agent ids {duplicates}")
-    localparts = [agent_localpart(realm_id, i) for i in ids]
-    if len(set(localparts)) != len(localparts):
-        raise ValueError(
-            f"provision_bus({realm_id}): agent ids {ids} collide once made Matrix-legal"
-        )
+    for agent_id in ids:
+        try:
+            agent_localpart(realm_id, agent_id)
+        except ValueError as exc:
+            raise ValueError(f"provision_bus({realm_id}): {exc}") from None
+
+
+def _check_owners(client: MatrixClient, realm_id: str, agents: list[BusAgent]) -> None:
+    """Refuse, before the homeserver is asked anything, a user id that another realm or
+    agent already holds: logging in as it would hand over that agent's live user."""
+    wanted = {client.mxid(agent_localpart(realm_id, a.agent_id)): a.agent_id for a in agents}
+    for user in BusUser.objects.filter(user_id__in=wanted).select_related("bus"):
+        if (user.bus.realm_id, user.agent_id) != (realm_id, wanted[user.user_id]):
+            raise ValueError(
+                f"provision_bus({realm_id}): Matrix user {user.user_id} already belongs to "
+                f"agent {user.agent_id} of realm {user.bus.realm_id}"
+            )
 
 
 # Homeserver calls for different users do not wait on each other, so a realm's users are
@@ -214,6 +226,7 @@ def provision_bus(
     """Create the realm's users, the Commons and the permitted DM rooms."""
     _validate(realm_id, agents)
     with matrix_client() as client:
+        _check_owners(client, realm_id, agents)
         operator = client.register(operator_localpart())
         bus, _ = BusRealm.objects.get_or_create(
             realm_id=realm_id,

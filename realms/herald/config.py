@@ -18,10 +18,10 @@ import yaml
 from django.conf import settings
 
 from bearpit.env import DatabaseURL
+from realms.herald.localparts import SEPARATOR, USER_PREFIX
 
 AS_ID = "bearpit-herald"
 SYSTEM_LOCALPART = "bp_system"
-USER_PREFIX = "bp_"
 GATE_MODULE = "realms.herald.gate.HeraldGate"
 SQLITE_SYNC_MODULE = "realms.herald.sqlitesync.SqliteSync"
 
@@ -220,7 +220,6 @@ def _log_config(config: HomeserverConfig) -> str:
 
 def gate_module_config(config: HomeserverConfig, operator_localpart: str) -> dict[str, Any]:
     return {
-        "agent_prefix": USER_PREFIX,
         "exempt": [
             f"@{SYSTEM_LOCALPART}:{config.server_name}",
             f"@{operator_localpart}:{config.server_name}",
@@ -230,7 +229,9 @@ def gate_module_config(config: HomeserverConfig, operator_localpart: str) -> dic
 
 
 def operator_localpart() -> str:
-    return f"{USER_PREFIX}{normalise_localpart(settings.BEARPIT_OPERATOR_USER)}"
+    # Never the agents' separator, so the operator can never be mistaken for an agent.
+    name = normalise_localpart(settings.BEARPIT_OPERATOR_USER).replace(SEPARATOR, "_")
+    return f"{USER_PREFIX}{name}"
 
 
 def normalise_localpart(value: str) -> str:
@@ -248,7 +249,7 @@ def write_config(config: HomeserverConfig) -> None:
     _ensure_signing_key(config.signing_key_path)
     _write_registration(config)
     if not config.gate_path.exists():
-        _write_private(config.gate_path, '{"side_channel_prefixes": []}\n')
+        _write_private(config.gate_path, '{"side_channel_realms": []}\n')
     log_config_path = config.data_dir / "log.yaml"
     log_config_path.write_text(_log_config(config), encoding="utf-8")
 
@@ -287,6 +288,14 @@ def write_config(config: HomeserverConfig) -> None:
         # (bench/bus.py, 10 agents at 5 msg/s: send p50 roughly halved).
         "caches": {"global_factor": 4.0},
         "url_preview_enabled": False,
+        # Agents hold their own tokens: nothing they upload may land on the host's disk.
+        "enable_media_repo": False,
+        # Profiles and the user directory would show other realms' agents.
+        "require_auth_for_profile_requests": True,
+        "limit_profile_requests_to_users_who_share_rooms": True,
+        "user_directory": {"enabled": False},
+        # Synapse sends the hs_token in the Authorization header; never in the URL.
+        "use_appservice_legacy_authorization": False,
         "allow_public_rooms_without_auth": False,
         "allow_public_rooms_over_federation": False,
         "app_service_config_files": [str(config.registration_path)],

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from realms.herald.config import USER_PREFIX, normalise_localpart
+from realms.herald import localparts
 from realms.herald.models import BusRealm, BusRoom, BusUser
 
 
@@ -49,8 +49,7 @@ class AgentCredentials(NamedTuple):
     """peer agent id → room id"""
 
 
-def agent_localpart(realm_id: str, agent_id: str) -> str:
-    return f"{USER_PREFIX}{normalise_localpart(realm_id)}-{normalise_localpart(agent_id)}"
+agent_localpart = localparts.agent_localpart
 
 
 def get_bus(realm_id: str) -> BusRealm:

@@ -2,7 +2,7 @@
 
 Written here, read by :mod:`realms.herald.gate` inside the homeserver. Changes are
 made under a file lock and land with an atomic rename, so the module never reads a
-half-written list.
+half-written list. It holds whole realm ids, compared exactly.
 """
 
 from __future__ import annotations
@@ -13,35 +13,37 @@ from pathlib import Path
 
 from django.conf import settings
 
-from realms.herald.config import USER_PREFIX, normalise_localpart
+from realms.herald.localparts import check_realm_id
+
+KEY = "side_channel_realms"
 
 
 def gate_path() -> Path:
     return Path(settings.BEARPIT_HOME) / "homeserver" / "gate.json"
 
 
-def realm_prefix(realm_id: str) -> str:
-    """The localpart prefix every agent of the realm shares."""
-    return f"{USER_PREFIX}{normalise_localpart(realm_id)}-"
+def side_channel_realms() -> set[str]:
+    """The realms on the allow-list now."""
+    try:
+        return set(json.loads(gate_path().read_text(encoding="utf-8"))[KEY])
+    except (FileNotFoundError, ValueError, KeyError):
+        return set()
 
 
 def allow_side_channels(realm_id: str, allowed: bool) -> None:
     """Add the realm to the allow-list, or take it off."""
+    check_realm_id(realm_id)
     path = gate_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    prefix = realm_prefix(realm_id)
     with (path.parent / "gate.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            prefixes = set(json.loads(path.read_text(encoding="utf-8"))["side_channel_prefixes"])
-        except (FileNotFoundError, ValueError, KeyError):
-            prefixes = set()
-        if (prefix in prefixes) == allowed:
+        realms = side_channel_realms()
+        if (realm_id in realms) == allowed:
             return
         if allowed:
-            prefixes.add(prefix)
+            realms.add(realm_id)
         else:
-            prefixes.discard(prefix)
+            realms.discard(realm_id)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"side_channel_prefixes": sorted(prefixes)}) + "\n")
+        tmp.write_text(json.dumps({KEY: sorted(realms)}) + "\n")
         tmp.replace(path)

@@ -1,6 +1,8 @@
 """The application-service endpoints the homeserver pushes to.
 
-Authenticated by the hs_token. A transaction is acknowledged only after its
+Authenticated by the hs_token, in the ``Authorization: Bearer`` header only: that is
+how the homeserver sends it (we set ``use_appservice_legacy_authorization: false``), and
+a token in the query string would land in access logs. A transaction is acknowledged only after its
 messages are committed, so a failure here makes the homeserver send it again.
 """
 
@@ -39,9 +41,9 @@ def _error(status: int, errcode: str, message: str) -> JsonResponse:
 
 def _refusal(request: HttpRequest) -> JsonResponse | None:
     header = request.headers.get("Authorization", "")
-    token = header[7:] if header.startswith("Bearer ") else request.GET.get("access_token", "")
+    token = header[7:] if header.startswith("Bearer ") else ""
     if not token:
-        return _error(401, "M_UNAUTHORIZED", "missing hs_token")
+        return _error(401, "M_UNAUTHORIZED", "missing hs_token (send it as Authorization: Bearer)")
     if not hmac.compare_digest(token.encode(), _registration().hs_token.encode()):
         return _error(403, "M_FORBIDDEN", "wrong hs_token")
     return None

@@ -40,6 +40,11 @@ class AgentClient:
     def get(self, path: str) -> httpx.Response:
         return self._http.get(path)
 
+    def request(
+        self, method: str, path: str, body: Any = None, *, content: bytes | None = None
+    ) -> httpx.Response:
+        return self._http.request(method, path, json=body, content=content)
+
     def close(self) -> None:
         self._http.close()
 

@@ -36,4 +36,4 @@ def test_mentions_are_named_in_the_body_and_listed():
 
 def test_localparts_are_matrix_legal():
     assert normalise_localpart("Über Agent#1") == "_ber_agent_1"
-    assert agent_localpart("Chess-1a2b3c", "White") == "bp_chess-1a2b3c-white"
+    assert agent_localpart("chess-1a2b3c", "white") == "bp_chess-1a2b3c=white"

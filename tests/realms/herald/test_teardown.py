@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from realms.herald.bus import BusAgent, provision_bus, teardown_bus
-from realms.herald.gatefile import gate_path, realm_prefix
+from realms.herald.gatefile import side_channel_realms
 from realms.herald.matrix import matrix_client
 from realms.herald.models import BusRealm, BusUser
 
@@ -17,7 +17,7 @@ def test_teardown_closes_rooms_and_deactivates_agents(homeserver, realm_id, agen
         turns=False,
         allow_side_channels=True,
     )
-    assert realm_prefix(realm_id) in gate_path().read_text()
+    assert realm_id in side_channel_realms()
     a = agent_client(realm_id, "a")
     assert a.send(bus.commons_room_id, "last words").status_code == 200
 
@@ -32,6 +32,6 @@ def test_teardown_closes_rooms_and_deactivates_agents(homeserver, realm_id, agen
     assert a.get("/_matrix/client/v3/account/whoami").status_code == 401
     assert not BusUser.objects.filter(bus__realm_id=realm_id).exclude(token_encrypted="").exists()
     assert BusRealm.objects.get(realm_id=realm_id).closed_at is not None
-    assert realm_prefix(realm_id) not in gate_path().read_text()
+    assert realm_id not in side_channel_realms()
     teardown_bus(realm_id)  # a second teardown is harmless
     teardown_bus("never-provisioned")

@@ -1,0 +1,37 @@
+"""The application-service endpoints take the hs_token from the Authorization header only."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from realms.herald.config import load_registration
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+
+def test_the_hs_token_is_accepted_only_in_the_header(platform_server):
+    token = load_registration().hs_token
+    base = f"{platform_server.url}/_matrix/app/v1"
+    calls = (
+        ("PUT", "/transactions/q1", {"events": []}),
+        ("POST", "/ping", {}),
+        ("GET", "/users/%40bp_nobody%3Ax", None),
+    )
+    for method, path, body in calls:
+        # In the query string it would land in access logs: refused, as if it were absent.
+        in_query = httpx.request(method, base + path, params={"access_token": token}, json=body)
+        assert in_query.status_code == 401, (path, in_query.text)
+        assert in_query.json()["errcode"] == "M_UNAUTHORIZED"
+        headers = {"Authorization": f"Bearer {token}"}
+        in_header = httpx.request(method, base + path, headers=headers, json=body)
+        assert in_header.status_code == (404 if path.startswith("/users") else 200), in_header.text
+        wrong = httpx.request(method, base + path, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 403
+
+
+def test_the_homeserver_is_told_to_send_the_header_only(homeserver):
+    import yaml
+
+    config = yaml.safe_load(homeserver.config.config_path.read_text())
+    assert config["use_appservice_legacy_authorization"] is False
