@@ -30,7 +30,7 @@ def two_realms(homeserver, realm_id) -> tuple[RealmBus, RealmBus]:
     return mine, other
 
 
-def _to_device_events(client) -> list[dict]:
+def _to_device_events(client) -> list[dict[str, object]]:
     synced = client.get(f"{API}/sync?timeout=0")
     assert synced.status_code == 200, synced.text
     return list(synced.json().get("to_device", {}).get("events", []))

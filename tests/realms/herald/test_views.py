@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 def test_the_hs_token_is_accepted_only_in_the_header(platform_server):
     token = load_registration().hs_token
     base = f"{platform_server.url}/_matrix/app/v1"
-    calls = (
+    calls: tuple[tuple[str, str, dict[str, list[object]] | None], ...] = (
         ("PUT", "/transactions/q1", {"events": []}),
         ("POST", "/ping", {}),
         ("GET", "/users/%40bp_nobody%3Ax", None),
