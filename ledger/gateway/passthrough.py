@@ -17,14 +17,14 @@ from typing import Any
 
 import aiohttp
 
-from ledger.gateway.call import SSE_DONE, Call, Usage
+from ledger.gateway.call import SSE_DONE, Call, Usage, sse
 from ledger.gateway.errors import (
     GatewayError,
     from_upstream_status,
     upstream_timeout,
     upstream_unreachable,
 )
-from ledger.gateway.scrub import scrub_bytes, scrub_text
+from ledger.gateway.scrub import StreamScrubber, scrub_bytes, scrub_text
 from ledger.tokens import count_text
 
 
@@ -151,6 +151,9 @@ async def open_stream(
 
 async def _relay(resp: aiohttp.ClientResponse, call: Call, usage: Usage) -> AsyncIterator[bytes]:
     secret = call.key.upstream_key
+    # With a provider key in play every chunk is parsed, so a key spread over chunks is
+    # caught too; the keyless upstreams (local servers) keep the cheaper path.
+    scrubber = StreamScrubber(secret) if secret else None
     try:
         async for raw in resp.content:
             line = raw.decode("utf-8", "replace").strip()
@@ -162,19 +165,27 @@ async def _relay(resp: aiohttp.ClientResponse, call: Call, usage: Usage) -> Asyn
                 continue
             data = line[5:].strip()
             if data == "[DONE]":
+                if scrubber is not None and (rest := scrubber.rest()) is not None:
+                    yield sse(rest)
                 yield SSE_DONE
                 continue
-            if '"usage"' in data:
+            obj: Any = None
+            if scrubber is not None or '"usage"' in data:
                 try:
                     obj = json.loads(data)
                 except ValueError:
                     obj = None
-                if isinstance(obj, dict) and obj.get("usage"):
-                    usage.take(obj["usage"])
-                    if not call.include_usage and not obj.get("choices"):
-                        continue  # the client did not ask for the usage chunk
+            if isinstance(obj, dict) and obj.get("usage"):
+                usage.take(obj["usage"])
+                if not call.include_usage and not obj.get("choices"):
+                    continue  # the client did not ask for the usage chunk
             usage.output_chunks += 1
+            if scrubber is not None and isinstance(obj, dict):
+                yield sse(scrubber.chunk(obj))
+                continue
             yield b"data: " + data.encode() + b"\n\n"
+        if scrubber is not None and (rest := scrubber.rest()) is not None:
+            yield sse(rest)
     except (TimeoutError, aiohttp.ClientError):
         usage.outcome = "upstream_error"
     finally:

@@ -239,7 +239,7 @@ def test_a_key_spread_over_stream_chunks_is_scrubbed(
     )
     # The agent reassembles the stream: the key must not be in what it puts together, while
     # the rest of the reply arrives whole and in order.
-    assert UPSTREAM_SECRET not in text
+    assert UPSTREAM_SECRET not in text, resp.text[:3000]
     assert text == "you sent Bearer *** to me"
     assert resp.text.rstrip().endswith("data: [DONE]")
     settled("r-echo-split")
