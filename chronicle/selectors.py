@@ -48,6 +48,13 @@ def messages(realm_id: str) -> QuerySet[Message]:
     return Message.objects.filter(realm_id=realm_id).order_by("ts_ms", "id")
 
 
+def last_messages(realm_id: str, limit: int) -> list[Message]:
+    """The realm's newest ``limit`` messages, oldest first."""
+    newest = list(messages(realm_id).order_by("-ts_ms", "-id")[: max(limit, 0)])
+    newest.reverse()
+    return newest
+
+
 def payloads(realm_id: str, kind: Kind | str) -> list[dict[str, Any]]:
     return [_as_dict(p) for p in events(realm_id, kind).values_list("payload", flat=True)]
 
