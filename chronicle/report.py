@@ -39,6 +39,9 @@ def headline(realm_id: str) -> str:
 def render_report(realm_id: str, *, title: str | None = None) -> str:
     """The realm's final report as Markdown."""
     lines = [f"# {title or realm_title(realm_id)} — final report", "", headline(realm_id), ""]
+    lines += ruling_section(realm_id)
+    lines += termination_section(realm_id)
+    lines += eliminations_section(realm_id)
 
     scores = selectors.scoreboard(realm_id)
     if scores:
@@ -54,6 +57,7 @@ def render_report(realm_id: str, *, title: str | None = None) -> str:
 
     lines.append("## Spend")
     spend = selectors.spend_by_agent(realm_id)
+    lines += nominal_note(realm_id, spend)
     if spend:
         lines += [f"- {agent}: ${total.usd:.4f}" for agent, total in spend.items()]
         lines.append(f"- **total: ${sum(t.usd for t in spend.values()):.4f}**")
@@ -77,6 +81,80 @@ def render_report(realm_id: str, *, title: str | None = None) -> str:
     n_events = selectors.event_count(realm_id)
     lines += ["", f"_{n_messages} messages, {n_events} events chronicled._"]
     return "\n".join(lines) + "\n"
+
+
+def ruling_section(realm_id: str) -> list[str]:
+    """The verdict's outcome, who ruled, and the reasons the referee gave."""
+    verdict = selectors.verdict(realm_id)
+    if verdict is None or verdict.get("outcome") is None:
+        return []
+    by = verdict.get("issued_by")
+    lines = ["## Ruling", f"{verdict['outcome']}" + (f" — ruled by {by}" if by else "")]
+    reasons = verdict.get("reasons")
+    items = reasons if isinstance(reasons, list) else [reasons]
+    lines += [_bullet(str(item)) for item in items if item is not None and str(item).strip()]
+    return [*lines, ""]
+
+
+def termination_section(realm_id: str) -> list[str]:
+    """Which condition ended the realm and what it saw."""
+    ended = selectors.termination(realm_id)
+    if ended is None:
+        return []
+    lines = ["## Termination", f"- kind: `{ended.kind}`"]
+    if ended.evidence:
+        lines.append(_bullet(f"evidence: {ended.evidence}"))
+    return [*lines, ""]
+
+
+def eliminations_section(realm_id: str) -> list[str]:
+    """Who the referee removed, in which round and how long after the start, and why."""
+    found = selectors.eliminations(realm_id)
+    if not found:
+        return []
+    start = selectors.started_ms(realm_id)
+    lines = ["## Eliminations"]
+    for e in found:
+        when = [] if e.round is None else [f"round {e.round}"]
+        if start is not None:
+            when.append(f"+{_elapsed(e.ts_ms - start)}")
+        who = e.agent or "nobody"
+        text = f"{who} ({', '.join(when)})" if when else who
+        text += f": {e.reason}" if e.reason else ""
+        text += f" — by {e.issued_by}" if e.issued_by else ""
+        lines.append(_bullet(text))
+    return [*lines, ""]
+
+
+def nominal_note(realm_id: str, spend: dict[str, selectors.AgentSpendTotal]) -> list[str]:
+    """Say so when the figures are the scripted provider's made-up prices, not money."""
+    nominal = selectors.nominal_agents(realm_id)
+    if not nominal:
+        return []
+    providers = ", ".join(sorted(set(nominal.values())))
+    if set(spend) <= set(nominal):
+        return [
+            f"_Prices are nominal: every agent ran on the scripted provider ({providers}); "
+            "no real money was spent._"
+        ]
+    names = ", ".join(sorted(nominal))
+    subject = "it" if len(nominal) == 1 else "they"
+    return [
+        f"_Prices are nominal for {names}: {subject} ran on the scripted provider "
+        f"({providers}); the rest is real spend._"
+    ]
+
+
+def _bullet(text: str) -> str:
+    """A list item; the referee's multi-line text stays inside the item."""
+    return "- " + "\n  ".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def _elapsed(ms: int) -> str:
+    seconds = max(ms, 0) // 1000
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def _project_snapshots(realm_id: str) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from django.db.models import Max, QuerySet
 
 from chronicle.kinds import Kind, Lifecycle
 from chronicle.models import Event, Message
+from ledger.models import ProviderProfile, VirtualKey
 from realms.models import Realm
 
 # Lifecycle values that describe the realm as a whole; the others (budget_exhausted,
@@ -29,6 +30,9 @@ REALM_STATES = frozenset(
 )
 
 COMMONS_LABEL = "commons"
+# The seeded keyless profile; the scripted transport is what makes its prices nominal.
+OFFLINE_PROVIDER = "offline"
+SCRIPTED = ProviderProfile.Transport.SCRIPTED
 
 
 def events(realm_id: str, kind: Kind | str | None = None) -> QuerySet[Event]:
@@ -42,6 +46,13 @@ def events(realm_id: str, kind: Kind | str | None = None) -> QuerySet[Event]:
 def messages(realm_id: str) -> QuerySet[Message]:
     """A realm's messages in chronicle order."""
     return Message.objects.filter(realm_id=realm_id).order_by("ts_ms", "id")
+
+
+def last_messages(realm_id: str, limit: int) -> list[Message]:
+    """The realm's newest ``limit`` messages, oldest first."""
+    newest = list(messages(realm_id).order_by("-ts_ms", "-id")[: max(limit, 0)])
+    newest.reverse()
+    return newest
 
 
 def payloads(realm_id: str, kind: Kind | str) -> list[dict[str, Any]]:
@@ -83,6 +94,92 @@ def conclusion(realm_id: str) -> dict[str, Any] | None:
     """``{reason, detail}`` of the latest ``concluding`` event, if the realm concluded."""
     found = lifecycle_events(realm_id, Lifecycle.CONCLUDING)
     return _as_dict(found[-1].payload) if found else None
+
+
+def started_ms(realm_id: str) -> int | None:
+    """When the realm started running (its first ``running`` event)."""
+    found = lifecycle_events(realm_id, Lifecycle.RUNNING)
+    return found[0].ts_ms if found else None
+
+
+@dataclass(frozen=True)
+class Termination:
+    kind: str
+    evidence: str
+
+
+def termination(realm_id: str) -> Termination | None:
+    """Why the realm ended: the concluding event's reason and detail, else its failure."""
+    concluded = conclusion(realm_id)
+    if concluded is not None:
+        return Termination(str(concluded.get("reason") or ""), str(concluded.get("detail") or ""))
+    failed = lifecycle_events(realm_id, Lifecycle.FAILED)
+    if failed:
+        return Termination(
+            str(Lifecycle.FAILED), str(_as_dict(failed[-1].payload).get("detail") or "")
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Elimination:
+    agent: str | None
+    """``None`` when the referee closed a round and removed nobody."""
+    reason: str
+    issued_by: str
+    ts_ms: int
+    round: int | None
+
+
+def eliminations(realm_id: str) -> list[Elimination]:
+    """ELIMINATION events in chronicle order, each with the round it fell in."""
+    found: list[Elimination] = []
+    for event in events(realm_id, Kind.ELIMINATION):
+        p = _as_dict(event.payload)
+        agent = p.get("agent")
+        found.append(
+            Elimination(
+                agent=agent if isinstance(agent, str) else None,
+                reason=str(p.get("reason") or ""),
+                issued_by=str(p.get("issued_by") or ""),
+                ts_ms=event.ts_ms,
+                round=_round_at(realm_id, event),
+            )
+        )
+    return found
+
+
+def _round_at(realm_id: str, event: Event) -> int | None:
+    """The round in play when ``event`` was written: the latest TURN event before it.
+
+    Right after ``round_complete`` the referee is resolving the round that completed, so
+    that round is the one meant, not the next.
+    """
+    before = events(realm_id, Kind.TURN).filter(ts_ms__lte=event.ts_ms, id__lt=event.pk)
+    latest = before.order_by("-ts_ms", "-id").values_list("payload", flat=True).first()
+    p = _as_dict(latest)
+    value = p.get("completed") if p.get("event") == "round_complete" else p.get("round")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def nominal_agents(realm_id: str) -> dict[str, str]:
+    """Agents whose model calls were priced nominally, with the provider they ran on.
+
+    The scripted provider charges small made-up prices so that metering and caps are
+    exercised; its spend is not money. The agents' keys say which transport served them;
+    a realm whose keys are gone falls back to the provider its ``running`` event names.
+    """
+    keys = VirtualKey.objects.filter(realm_id=realm_id).order_by("agent_id", "id")
+    transports: dict[str, set[str]] = {}
+    providers: dict[str, str] = {}
+    for agent, transport, provider in keys.values_list("agent_id", "transport", "provider"):
+        transports.setdefault(agent, set()).add(transport)
+        providers.setdefault(agent, provider)
+    if transports:
+        return {agent: providers[agent] for agent, used in transports.items() if used == {SCRIPTED}}
+    if run_config(realm_id).get("provider") == OFFLINE_PROVIDER:
+        return dict.fromkeys(spend_by_agent(realm_id), OFFLINE_PROVIDER)
+    return {}
 
 
 def scoreboard(realm_id: str) -> dict[str, float]:

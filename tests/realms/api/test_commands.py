@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import re
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from chronicle.kinds import Kind
+from chronicle.models import now_ms
 from realms.models import Realm
 from realms.warden.snapshot import stop_flag_path
 from tests.chronicle.realmkit import event, make_realm, running, say
@@ -59,13 +61,24 @@ def test_tail_prints_the_last_messages():
     build()
     lines = run("pit_tail", REALM).splitlines()
     assert len(lines) == 20
-    assert lines[-1] == "[2024] commons · bob: message 24"
+    assert lines[-1] == "[1970-01-01 00:00:02] commons · bob: message 24"
     assert run("pit_tail", REALM, "-n", "2").splitlines() == [
-        "[2023] commons · alice: message 23",
-        "[2024] commons · bob: message 24",
+        "[1970-01-01 00:00:02] commons · alice: message 23",
+        "[1970-01-01 00:00:02] commons · bob: message 24",
     ]
     with pytest.raises(CommandError, match="--limit"):
         run("pit_tail", REALM, "-n", "0")
+
+
+def test_tail_prints_one_line_per_message_and_full_prints_all():
+    make_realm(REALM, state=Realm.State.RUNNING)
+    running(REALM, ts=now_ms())
+    say(REALM, "Rules:\n- one\n" + "z" * 400, now_ms(), agent="umpire")
+    short = run("pit_tail", REALM).splitlines()
+    assert len(short) == 1
+    assert re.fullmatch(r"\[\d\d:\d\d:\d\d\] commons · umpire: Rules: - one z+…", short[0])
+    full = run("pit_tail", REALM, "--full")
+    assert full.endswith(" commons · umpire: Rules:\n    - one\n    " + "z" * 400 + "\n")
 
 
 def test_archive_writes_the_folder(tmp_path):
