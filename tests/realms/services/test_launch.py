@@ -142,6 +142,15 @@ def test_a_state_machine_realm_chronicles_its_machine_before_provisioning() -> N
     assert all(isinstance(v, list) for v in machine["members"].values())
 
 
+@pytest.mark.compat
+def test_the_reference_poker_dealer_is_not_in_the_commons_feed() -> None:
+    # The reference dealer may read the floor (referee_reads_commons) and its rubric
+    # says it is never woken by it.
+    realm = launch_realm(COMPAT / "poker-table", LaunchOptions(allow_missing_parameters=True))
+    assert realm.project["spec"]["mechanics"][0]["machine"]["referee_reads_commons"] is True
+    assert realm.run_config["referee_sees_all"] is False
+
+
 @pytest.mark.parametrize(
     ("name", "slug"),
     [
