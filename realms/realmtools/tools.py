@@ -230,7 +230,8 @@ def register(mcp: FastMCP[Any]) -> None:
 
     @mcp.tool()
     async def table_talk(ctx: Ctx, since: int | None = None, limit: int = 50) -> dict[str, Any]:
-        """Referee: read the Commons (pass cursor back as since for what is new)."""
+        """Referee: read the Commons, whose posts do not wake you (pass the returned
+        cursor back as since for only what is new)."""
         return dict(await dispatch(ctx, "table_talk", lambda c: table.table_talk(c, since, limit)))
 
     @mcp.tool()

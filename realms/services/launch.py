@@ -204,20 +204,18 @@ def _referee_sees_all(
 ) -> bool:
     """Whether the referee receives every Commons message (format §3.2).
 
-    In a turns realm the round cue carries the messages instead; in a state-machine
-    realm the referee stays gated (it is woken by the machine) unless the machine
-    lets it read the Commons.
+    ``require_mention: false`` ungates everybody. Otherwise a turns realm's referee is
+    gated because its round cue carries the round's messages, and a state-machine
+    realm's referee is gated because the machine wakes it: even with
+    ``referee_reads_commons`` it pulls the floor with ``table_talk`` when it chooses,
+    so players' chatter never spends its model calls.
     """
-    if referee is None or (turns is not None and require_mention):
+    if referee is None:
         return False
-    machines = [
-        m.get("machine") or {}
-        for m in spec.get("mechanics") or []
-        if m.get("kind") == "state-machine"
-    ]
-    if machines and require_mention:
-        return bool(machines[0].get("referee_reads_commons"))
-    return True
+    if not require_mention:
+        return True
+    machine_realm = any(m.get("kind") == "state-machine" for m in spec.get("mechanics") or [])
+    return turns is None and not machine_realm
 
 
 def _money(value: Decimal | None) -> float | None:

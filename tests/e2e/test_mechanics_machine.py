@@ -59,3 +59,18 @@ def test_machine_wakes_its_actors_hides_owner_data_and_ends_terminal(tmp_path: P
     assert run.said("gus") == ["gus sees secret={'gus': 'jade'} guesses=['fay', 'gus']"]
     (concluding,) = [p for p in chron.kinds("lifecycle") if p["event"] == "concluding"]
     assert concluding["detail"] == "the state machine reached opened"
+
+    # The keeper may read the Commons, but only through table_talk: it is not in the
+    # feed, so every wake it had was a system post (the kickoff and its machine cue),
+    # never a player's message, and what it read there included the players' posts.
+    senders = {eid: who for who, _body, eid in chron.messages}
+    woke_on = [
+        eid
+        for t in chron.kinds("trace")
+        if t["agent_id"] == "keeper" and t["type"] == "wake"
+        for eid in t["data"]["events"]
+    ]
+    assert len(woke_on) >= 2, woke_on
+    assert [senders.get(eid, "unmirrored") or "" for eid in woke_on] == [""] * len(woke_on)
+    (note,) = [n["text"] for n in chron.kinds("note") if n["agent"] == "keeper"]
+    assert note.startswith("the floor: ") and "fay" in note.split(), note

@@ -13,9 +13,11 @@ from django.test import override_settings
 from chronicle.models import Event
 from ledger.services.profiles import seed_profiles, set_active_profile
 from realms.models import Realm, RealmAgent
+from realms.services.birth import build_birth
 from realms.services.launch import LaunchError, LaunchOptions, launch_realm, realm_slug
 from realms.services.providers import choose_provider
 from realms.warden.models import WardenState
+from runtime.bus import Gate
 from tests.conftest import REPO
 from tests.fixtures.compat import COMPAT
 
@@ -140,6 +142,15 @@ def test_a_state_machine_realm_chronicles_its_machine_before_provisioning() -> N
     assert all(isinstance(v, list) for v in machine["members"].values())
 
 
+@pytest.mark.compat
+def test_the_reference_poker_dealer_is_not_in_the_commons_feed() -> None:
+    # The reference dealer may read the floor (referee_reads_commons) and its rubric
+    # says it is never woken by it.
+    realm = launch_realm(COMPAT / "poker-table", LaunchOptions(allow_missing_parameters=True))
+    assert realm.project["spec"]["mechanics"][0]["machine"]["referee_reads_commons"] is True
+    assert realm.run_config["referee_sees_all"] is False
+
+
 @pytest.mark.parametrize(
     ("name", "slug"),
     [
@@ -152,17 +163,64 @@ def test_realm_slug(name: str, slug: str) -> None:
     assert realm_slug(name) == slug
 
 
-def test_a_machine_realm_keeps_its_referee_gated_unless_it_reads_the_commons(
-    tmp_path: Path,
-) -> None:
+def _vault(tmp_path: Path, **machine: object) -> Path:
     package = tmp_path / "vault"
     shutil.copytree(REPO / "tests" / "e2e" / "packages" / "vault", package)
-    gated = launch_realm(package)
-    assert gated.run_config["turns"] is None
-    assert gated.run_config["referee_sees_all"] is False
     project = package / "project.json"
     data = json.loads(project.read_text())
-    data["spec"]["mechanics"][0]["machine"]["referee_reads_commons"] = True
+    data["spec"]["mechanics"][0]["machine"].update(machine)
     project.write_text(json.dumps(data))
-    assert launch_realm(package).run_config["referee_sees_all"] is True
-    assert launch_realm(package, LaunchOptions(free_response=True)).run_config["referee_sees_all"]
+    return package
+
+
+def _referee_gate(realm: Realm) -> Gate:
+    """The referee's bus gate, built from its birth config as its runtime builds it."""
+    users = {a["id"]: f"@bp_{realm.realm_id}={a['id']}:pit" for a in realm.project["agents"]}
+    birth = build_birth(
+        realm_id=realm.realm_id,
+        project=realm.project,
+        run_config=realm.run_config,
+        agent_id="keeper",
+        mxid=users["keeper"],
+        access_token="token",
+        commons_room_id="!commons:pit",
+        dm_rooms={},
+        users=users,
+        system_mxid="@bp_system:pit",
+        operator_mxid="@bp_operator:pit",
+        virtual_key="key",
+        model_name="scripted-medium",
+        realmtools_token="realmtools",
+    )
+    assert birth.bus is not None
+    return Gate(
+        own_mxid=birth.bus.mxid,
+        agent_id="keeper",
+        dm_room_ids=frozenset(birth.bus.dm_rooms.values()),
+        require_mention=birth.bus.require_mention,
+        sees_all=birth.bus.referee_sees_all,
+    )
+
+
+@pytest.mark.parametrize("reads_commons", [False, True])
+def test_a_machine_realms_referee_is_never_in_the_commons_feed(
+    tmp_path: Path, reads_commons: bool
+) -> None:
+    # Even when it may read the Commons (through table_talk), the machine's referee is
+    # woken only by its own cues, never by a player's post.
+    realm = launch_realm(_vault(tmp_path, referee_reads_commons=reads_commons))
+    assert realm.run_config["turns"] is None
+    assert realm.run_config["referee_sees_all"] is False
+    gate = _referee_gate(realm)
+    fay = f"@bp_{realm.realm_id}=fay:pit"
+    assert not gate.admits("!commons:pit", fay, "fay sees secret=amber", {})
+    cue = "@keeper — the machine is waiting on you. Call game_state."
+    assert gate.admits("!commons:pit", "@bp_system:pit", cue, {})
+
+
+def test_free_response_ungates_a_machine_realms_referee_too(tmp_path: Path) -> None:
+    package = _vault(tmp_path, referee_reads_commons=True)
+    realm = launch_realm(package, LaunchOptions(free_response=True))
+    assert realm.run_config["referee_sees_all"] is True
+    gate = _referee_gate(realm)
+    assert gate.admits("!commons:pit", f"@bp_{realm.realm_id}=fay:pit", "hello", {})
