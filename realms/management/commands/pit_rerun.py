@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from realms.management.interrupts import Interrupts
+from realms.management.quiet import quiet_logs
 from realms.models import Realm
 from realms.preflight import PreflightError, start_embedded_platform
 from realms.services import follow
@@ -36,6 +37,7 @@ class Command(BaseCommand):
         self.stdout.flush()
 
     def handle(self, *args: Any, **options: Any) -> None:
+        quiet_logs(options["verbosity"])
         platform = EmbeddedPlatform(self.say)
         interrupts = Interrupts().install()
         try:
