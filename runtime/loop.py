@@ -17,12 +17,28 @@ from typing import Any
 from runtime.birth import BirthConfig
 from runtime.context import Compactor, cap_output, estimate_tokens
 from runtime.hooks import Allow, Deny, Hooks, Modify
-from runtime.model import BudgetExceeded, ContextOverflow, ModelClient, ProviderError
+from runtime.model import (
+    BudgetExceeded,
+    ContextOverflow,
+    ModelClient,
+    ModelReply,
+    ProviderError,
+)
 from runtime.resume import repair
 from runtime.tools import Outcome, ToolCall, ToolRegistry, ToolResult, parse_arguments
 from runtime.trace import TraceWriter, TranscriptWriter
 
 Message = dict[str, Any]
+
+
+def cut_note(max_tokens: int) -> str:
+    """What the model is told after a reply the provider stopped at ``max_tokens``."""
+    return (
+        f"Runtime note: your previous reply was cut off at the output limit ({max_tokens} "
+        "tokens). Its text was truncated and any tool calls in it were dropped, not run. "
+        "Retry with a shorter reply: fewer words, smaller tool arguments, or the work split "
+        "over several calls."
+    )
 
 
 class Termination(StrEnum):
@@ -72,6 +88,9 @@ class AgentLoop:
         self.messages: list[Message] = []
         self._last_prompt_tokens = 0
         self._counted_upto = 0
+        # Set by a reply cut at max_tokens; said once, on the next model call, whether
+        # that is later in the same turn or on the next wake.
+        self._pending_note: str | None = None
         self._append({"role": "system", "content": system_prompt})
 
     # -- history -------------------------------------------------------------------------
@@ -145,6 +164,9 @@ class AgentLoop:
                 return TurnResult(hit, "", steps, calls)
             if self.compactor.due(self.estimated_tokens()):
                 await self.compact("threshold")
+            if self._pending_note:  # after compaction, so no summary swallows it
+                self._append({"role": "system", "content": self._pending_note})
+                self._pending_note = None
             tools = self.registry.schemas()
             body = self.model.build_body(self.messages, tools)
             for pre_model in self.hooks.pre_model:
@@ -180,6 +202,8 @@ class AgentLoop:
                 latency_ms=round(reply.latency_s * 1000),
                 tool_calls=[{"id": c.id, "name": c.name} for c in reply.tool_calls],
             )
+            if reply.finish_reason == "length":
+                self._note_cut(reply, int(body.get("max_tokens") or 0))
             assistant: Message = {"role": "assistant", "content": reply.content}
             if reply.tool_calls:
                 assistant["tool_calls"] = [
@@ -212,6 +236,18 @@ class AgentLoop:
                 used += len(result.output)
                 failures += result.outcome != Outcome.SUCCESS
             consecutive_errors = consecutive_errors + 1 if failures == len(reply.tool_calls) else 0
+
+    def _note_cut(self, reply: ModelReply, max_tokens: int) -> None:
+        """A reply stopped at ``max_tokens`` looks like a finished one (often empty, its
+        tool calls dropped by the provider): trace it and tell the model next time."""
+        self.trace.emit(
+            "reply_truncated",
+            max_tokens=max_tokens,
+            completion_tokens=reply.usage.completion_tokens,
+            text_chars=len(reply.content),
+            tool_calls=len(reply.tool_calls),
+        )
+        self._pending_note = cut_note(max_tokens)
 
     def _limit_hit(self, steps: int, started: float, errors: int) -> Termination | None:
         if steps >= self.limits.max_steps_per_turn:

@@ -71,6 +71,22 @@ def unmount(target: Path) -> None:
         subprocess.run(["umount", "-l", str(target)], capture_output=True, check=False)
 
 
+def discard(image: Path, target: Path) -> None:
+    """Unmount ``target``, then delete it and its image: whatever an agent left there
+    (undeclared files, transcripts, its birth config) is gone from the host.
+
+    A lazily detached mount is no longer a mount point, so only its empty directory is
+    removed here; its loop device lets go of the unlinked image once idle."""
+    unmount(target)
+    if is_mounted(target):
+        raise QuotaError(f"{target}: still mounted after umount; its image is kept")
+    if target.is_symlink():
+        target.unlink()
+    elif target.is_dir():
+        shutil.rmtree(target)  # never follows the symlinks agents made inside
+    image.unlink(missing_ok=True)
+
+
 def _own(target: Path, uid: int, gid: int, mode: int) -> None:
     if os.geteuid() == 0:
         os.chown(target, uid, gid)

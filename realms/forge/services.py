@@ -5,7 +5,8 @@ them: a row is claimed (conditional UPDATE) before a sandbox is touched, which m
 repeated stop harmless and lets two workers never stop the same sandbox twice.
 
 Teardown order for a concluding realm: ``stop_realm_sandboxes`` → ``capture_outputs``
-→ ``release_realm`` (which unmounts the capped homes and shared folder).
+→ ``release_realm`` (which unmounts the capped homes and shared folder and deletes
+them with their disk images).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -326,8 +328,9 @@ def _undo(
 
 def _remove_birth(spec: SandboxSpec) -> None:
     """Delete the birth config (its tokens are revoked, but tokens all the same) before
-    the home is unmounted and kept as an image. ``.bearpit`` is the agent's to replace,
-    so it is opened without following a symlink and the file removed relative to it."""
+    the home is unmounted, in case its image outlives the teardown. ``.bearpit`` is the
+    agent's to replace, so it is opened without following a symlink and the file
+    removed relative to it."""
     try:
         fd = os.open(
             spec.home / layout.BIRTH_DIR_NAME, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -386,19 +389,43 @@ def stop_realm_sandboxes(realm_id: str, reason: str = "teardown") -> list[Sandbo
 
 
 def release_realm(realm_id: str) -> None:
-    """Unmount the realm's capped homes and shared folder and drop its cgroups.
-    Call after outputs are captured; live sandboxes are stopped first."""
+    """Unmount and delete the realm's homes and shared folder, with their disk images,
+    and drop its cgroups. Call after outputs are captured and traces ingested: the
+    logs, ``outputs/`` and the Chronicle are what the archive reads, never the disks.
+    Live sandboxes are stopped first."""
     stop_realm_sandboxes(realm_id, "released")
     latest: dict[str, Sandbox] = {}
     for row in Sandbox.objects.filter(realm_id=realm_id).order_by("created_at"):
         latest[row.agent_id] = row
+    problems: list[str] = []
     for row in latest.values():
         spec = spec_for(row)
         _remove_birth(spec)
         get_backend(row.backend).release(spec)
-    quota.unmount(layout.shared_dir(realm_id))
+        try:
+            _discard_agent_disk(realm_id, row.agent_id)
+        except (OSError, quota.QuotaError) as exc:
+            problems.append(f"agent {row.agent_id}: {exc}")
+    try:
+        quota.discard(layout.shared_image(realm_id), layout.shared_dir(realm_id))
+    except (OSError, quota.QuotaError) as exc:
+        problems.append(f"shared folder: {exc}")
+    agents = layout.realm_dir(realm_id) / "agents"
+    with contextlib.suppress(OSError):
+        agents.rmdir()  # only once every agent's folder is gone
+    if problems:
+        # No marker: a repeated teardown tries the deletion again.
+        raise ForgeError(f"realm {realm_id}: disks not deleted: " + "; ".join(problems))
     if layout.realm_dir(realm_id).is_dir():
         released_marker(realm_id).touch()
+
+
+def _discard_agent_disk(realm_id: str, agent_id: str) -> None:
+    """The home and its image, then the agent's folder (its generated /etc files)."""
+    quota.discard(layout.home_image(realm_id, agent_id), layout.home_dir(realm_id, agent_id))
+    folder = layout.agent_dir(realm_id, agent_id)
+    if folder.is_dir() and not folder.is_symlink():
+        shutil.rmtree(folder)
 
 
 def released_marker(realm_id: str) -> Path:

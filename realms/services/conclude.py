@@ -148,6 +148,13 @@ def interrupt_realm(realm_id: str, detail: str) -> bool:
     _step(realm_id, "stop sandboxes", lambda: stop_realm_sandboxes(realm_id, "interrupted"))
     _step(realm_id, "revoke keys", lambda: revoke_realm_keys(realm_id))
     _step(realm_id, "ingest traces", lambda: traces.ingest_all(realm_id, drain=True))
+    # Releasing deletes the shared folder: what the package declared is kept first.
+    realm = Realm.objects.filter(realm_id=realm_id).first()
+    globs = list(((realm.project if realm else {}).get("spec") or {}).get("outputs") or [])
+    captured = _step(realm_id, "capture outputs", lambda: capture_outputs(realm_id, globs))
+    with transaction.atomic():
+        for entry in captured or []:
+            record_event(realm_id, Kind.OUTPUT, entry)
     _step(realm_id, "release sandboxes", lambda: release_realm(realm_id))
     # Messages whose push a homeserver crash lost are read back before the rooms close,
     # so the transcript and report are complete.

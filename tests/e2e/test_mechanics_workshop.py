@@ -50,3 +50,8 @@ def test_run_code_file_ends_the_realm_and_is_captured(tmp_path: Path) -> None:
         },
         {"path": "ledgers/*.csv", "missing": True},
     ]
+    # The disks went with the teardown: no image, home or shared folder is left, only
+    # what the archive reads.
+    assert sorted(run.realm_dir.rglob("*.img")) == []
+    assert not (run.realm_dir / "agents").exists() and not (run.realm_dir / "shared").exists()
+    assert (run.realm_dir / "logs" / "smith.log").is_file()

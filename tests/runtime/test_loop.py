@@ -163,3 +163,33 @@ async def test_json_tool_mode_turns_structured_output_into_tool_calls(tmp_path, 
     # The tool result comes back as a user message, since the model has no tool role.
     assert any("echo: j" in m["content"] for m in second["messages"] if m["role"] == "user")
     assert not any(m["role"] == "tool" for m in second["messages"])
+
+
+def cut(content: str = "", tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A reply the provider stopped at max_tokens."""
+    answer = reply(content, tool_calls)
+    answer["choices"][0]["finish_reason"] = "length"
+    answer["usage"]["completion_tokens"] = 64
+    return answer
+
+
+async def test_a_cut_reply_is_noted_on_the_very_next_model_call(tmp_path, provider):
+    # The cut reply kept a tool call (some providers send it, half-written): the loop goes
+    # on in the same turn, and that next call already carries the note.
+    provider.script = [cut("I will", [call("echo", '{"text": "unfinish', "c1")]), reply("done")]
+    config = birth(tmp_path, provider.socket, tools_allow=ALLOW, model={"max_output_tokens": 64})
+    loop = make_loop(config, ALL)
+    result = await loop.run_turn("go")
+    assert result.final_text == "done"
+    assert [m["role"] for m in provider.requests[0]["messages"]] == ["system", "user"]
+    sent = provider.requests[1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "system"]
+    assert "64 tokens" in sent[-1]["content"]
+    events = [e for e in trace_events(config) if e["type"] == "reply_truncated"]
+    assert [e["data"] for e in events] == [
+        {"max_tokens": 64, "completion_tokens": 64, "text_chars": 6, "tool_calls": 1}
+    ]
+    # Said once: a later call does not repeat it.
+    provider.script = [reply("again")]
+    await loop.run_turn("next")
+    assert [m["role"] for m in provider.requests[2]["messages"]].count("system") == 2

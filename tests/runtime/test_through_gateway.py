@@ -76,3 +76,53 @@ async def test_an_exhausted_cap_ends_the_turn_as_budget_exhausted(tmp_path, gate
     assert result.termination is Termination.BUDGET_EXHAUSTED
     errors = [e["data"] for e in trace_events(config) if e["type"] == "provider_error"]
     assert len(errors) == 1 and errors[0]["status"] == 402
+
+
+LONG_SCRIPT = """
+steps:
+  - text: "{{ 'a long and winding answer ' * 40 }}"
+    tool_calls:
+      - name: echo
+        arguments: {text: "never sent"}
+  - text: "short this time"
+"""
+
+
+async def test_a_reply_cut_at_max_tokens_is_traced_and_noted_on_the_next_call(tmp_path, gateway):
+    assert gateway.uds_path is not None
+    _, secret = await asyncio.to_thread(
+        mint_virtual_key,
+        realm_id="rt-gw",
+        agent_id="cut",
+        provider="offline",
+        model="scripted-medium",
+        cap_usd=Decimal("1.0"),
+        on_exhausted="starve",
+        script=LONG_SCRIPT,
+    )
+    config = birth(
+        tmp_path,
+        gateway.uds_path,
+        tools_allow=ALLOW,
+        model={"api_key": secret, "name": "any", "max_output_tokens": 16},
+    )
+    loop = make_loop(config, ALL)
+    first = await loop.run_turn("@cut your turn")
+    # The scripted provider cut it like a real model: text truncated, the tool call dropped.
+    assert first.tool_calls == 0
+    cut = [e for e in trace_events(config) if e["type"] == "reply_truncated"]
+    assert len(cut) == 1, [e["type"] for e in trace_events(config)]
+    assert cut[0]["data"]["max_tokens"] == 16
+    assert cut[0]["data"]["completion_tokens"] == 16
+    assert cut[0]["turn"] == 1
+
+    second = await loop.run_turn("@cut your turn again")
+    assert second.final_text == "short this time"
+    notes = [m for m in loop.messages[1:] if m["role"] == "system"]
+    assert len(notes) == 1
+    assert "cut off" in notes[0]["content"] and "16 tokens" in notes[0]["content"]
+    # The note sits after the wake that follows the cut, before that wake's model call.
+    index = loop.messages.index(notes[0])
+    assert loop.messages[index - 1]["content"] == "@cut your turn again"
+    assert loop.messages[index + 1]["role"] == "assistant"
+    assert len([e for e in trace_events(config) if e["type"] == "reply_truncated"]) == 1

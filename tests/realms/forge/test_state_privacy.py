@@ -1,5 +1,5 @@
 """The platform's state is its own: private modes, no other realm's names in a
-sandbox's view, no birth config (with its tokens) left in a home image after teardown."""
+sandbox's view, and no disk image (birth config, undeclared files) left after teardown."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from chronicle import traces
 from realms.forge import layout
+from realms.forge.outputs import capture_outputs
 from realms.forge.services import release_realm, stop_realm_sandboxes
 from tests.conftest import REPO
 from tests.realms.forge.conftest import script_request, start, wait_for_file
@@ -94,17 +94,46 @@ def test_a_sandbox_sees_no_other_realm_or_agent_in_its_sockets_dir(make_realm):
     assert named == [], named
 
 
-def test_teardown_removes_the_birth_config_from_the_home_image(make_realm):
+NOTES = (
+    "import os, time\n"
+    "open('/home/agent/notes.txt', 'w').write('private')\n"
+    "open('/realm/shared/draft.txt', 'w').write('undeclared')\n"
+    "open('/realm/shared/final.txt', 'w').write('declared')\n"
+    "print('wrote', flush=True)\n"
+    "open('/home/agent/ready', 'w').write('1')\n"
+    "time.sleep(300)\n"
+)
+
+
+def test_teardown_deletes_the_disk_images_and_keeps_outputs_and_logs(make_realm):
     rid = make_realm().realm_id
-    start(rid, [script_request("alpha", SLEEPER)])
-    assert layout.birth_path(rid, "alpha").exists()
-    stop_realm_sandboxes(rid, "test over")
-    release_realm(rid)
-    image = layout.home_image(rid, "alpha")
-    assert image.exists(), "the home image is kept for inspection"
-    listing = subprocess.run(
-        ["debugfs", "-R", "ls -l /.bearpit", str(image)], capture_output=True, text=True
+    start(
+        rid, [script_request("alpha", NOTES), script_request("bravo", SLEEPER)], shared_folder=True
     )
-    assert listing.returncode == 0, listing.stderr
-    assert "birth.json" not in listing.stdout, listing.stdout
-    assert settings.BEARPIT_HOME  # the realm's own files stay where they were
+    wait_for_file(layout.home_dir(rid, "alpha") / "ready")
+    assert layout.birth_path(rid, "alpha").exists()
+    images = [layout.home_image(rid, "alpha"), layout.home_image(rid, "bravo")]
+    images.append(layout.shared_image(rid))
+    assert all(image.exists() for image in images)
+    stop_realm_sandboxes(rid, "test over")
+    captured = capture_outputs(rid, ["final.txt"])
+    release_realm(rid)
+
+    # Undeclared files, the birth config (tokens) and the agent's own files went with
+    # the images; nothing of a home or the shared folder is left on the host.
+    assert [image for image in images if image.exists()] == []
+    for agent in ("alpha", "bravo"):
+        assert not layout.agent_dir(rid, agent).exists()
+    assert not layout.shared_dir(rid).exists()
+    leftovers = [
+        p.relative_to(layout.realm_dir(rid)).as_posix() for p in layout.realm_dir(rid).rglob("*")
+    ]
+    assert sorted(leftovers) == [
+        ".released", "logs", "logs/alpha.log", "logs/bravo.log", "outputs", "outputs/final.txt",
+    ]  # fmt: skip
+    # What the archive reads is still there.
+    assert captured[0]["path"] == "final.txt" and captured[0]["bytes"] == 8
+    assert (layout.outputs_dir(rid) / "final.txt").read_text() == "declared"
+    assert "wrote" in layout.log_path(rid, "alpha").read_text()
+    # A repeated release (a redelivered teardown task) finds nothing to do.
+    release_realm(rid)

@@ -14,7 +14,9 @@ from django.utils import timezone
 from chronicle.kinds import Kind
 from chronicle.models import Event
 from ledger.services.profiles import seed_profiles
+from realms.forge import layout
 from realms.models import Realm, RealmAgent
+from realms.services.conclude import interrupt_realm
 from realms.services.launch import LaunchOptions, launch_realm
 from realms.services.recovery import recover_realms
 from tests.conftest import REPO
@@ -90,3 +92,23 @@ def test_a_claim_held_by_a_dead_process_of_this_host_does_not_count() -> None:
     # the realm a live process of this host holds is left alone.
     assert recover_realms() == {"orphan": "interrupted"}
     assert Realm.objects.get(realm_id="alive").state == Realm.State.RUNNING
+
+
+def test_an_interrupted_realm_keeps_its_declared_outputs() -> None:
+    # Teardown deletes the shared folder, so what the package declared is captured first.
+    realm = realm_in(Realm.State.RUNNING, "cut-short")
+    spec = {**(realm.project.get("spec") or {}), "outputs": ["report.md", "absent.txt"]}
+    Realm.objects.filter(pk=realm.pk).update(project={**realm.project, "spec": spec})
+    shared = layout.shared_dir("cut-short")
+    shared.mkdir(parents=True, exist_ok=True)
+    (shared / "report.md").write_text("half done")
+    (shared / "scratch.txt").write_text("undeclared")
+    assert interrupt_realm("cut-short", "restart: sandboxes were gone")
+    assert (layout.outputs_dir("cut-short") / "report.md").read_text() == "half done"
+    outputs = [e.payload for e in Event.objects.filter(realm_id="cut-short", kind=Kind.OUTPUT)]
+    assert [(o["path"], o.get("missing", False)) for o in outputs] == [
+        ("report.md", False),
+        ("absent.txt", True),
+    ]
+    assert not shared.exists()
+    assert not (layout.outputs_dir("cut-short") / "scratch.txt").exists()
