@@ -77,6 +77,7 @@ class Agent:
                 time=_clock(message.ts_ms),
                 event_id=message.event_id,
                 ts_ms=message.ts_ms,
+                floor_call=message.floor_call,
             )
         )
 
@@ -146,16 +147,20 @@ class Agent:
             batch.append(event)
         return batch
 
-    def _aim_reply(self, batch: list[IncomingEvent]) -> None:
-        """A turn answers where the newest message that started it was said.
+    def _aim_reply(self, batch: list[IncomingEvent], *, mid_turn: bool = False) -> None:
+        """A turn answers where the floor was granted, else where its newest message was said.
 
-        Newest by the bus's timestamp, not by arrival: a sync can hand over another
-        room's older backlog late. Messages drained mid-turn join the turn's context but
-        do not move its reply: a DM arriving while an agent holds the Commons floor must
-        not carry the floor-passing post into the DM room.
+        A floor call (the system's grant, cue or nudge in the Commons) wins over any
+        message, however new: the post that passes the floor must land in the Commons, or
+        the player is skipped. Otherwise the newest message by the bus's timestamp, not by
+        arrival, since a sync can hand over another room's older backlog late. Messages
+        drained mid-turn join the turn's context but move its reply only if one of them
+        is a floor call: a DM must never carry the floor-passing post out of the Commons.
         """
+        calls = [e for e in batch if e.floor_call and e.room_id is not None]
+        candidates = calls or ([] if mid_turn else batch)
         newest: IncomingEvent | None = None
-        for event in batch:
+        for event in candidates:
             if event.room_id is not None and (newest is None or event.ts_ms >= newest.ts_ms):
                 newest = event
         if newest is not None:
@@ -166,6 +171,7 @@ class Agent:
         if not batch:
             return None
         self.trace.emit("wake", source="during_turn", events=[e.event_id for e in batch])
+        self._aim_reply(batch, mid_turn=True)
         return envelope(batch)
 
     async def run(self, stop: asyncio.Event) -> None:

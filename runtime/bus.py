@@ -20,6 +20,9 @@ class BusMessage:
     body: str
     ts_ms: int
     event_id: str
+    floor_call: bool = False
+    """The platform calls this agent to act in the Commons (a floor grant, a cue, a nudge):
+    the system user's post there that mentions it. The turn it starts answers there."""
 
 
 Deliver = Callable[[BusMessage], None]

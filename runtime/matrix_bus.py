@@ -139,6 +139,16 @@ class MatrixBus:
             self._token_file.write_text(since, encoding="utf-8")
             self.first_sync.set()
 
+    def _calls_me(self, room_id: str, sender: str, body: str, content: dict[str, Any]) -> bool:
+        """Only the system user grants the floor, and only in the Commons."""
+        gate = self._gate
+        return (
+            bool(self.settings.system_mxid)
+            and sender == self.settings.system_mxid
+            and room_id == self.commons_room_id
+            and mentions(gate.agent_id, gate.own_mxid, body, content)
+        )
+
     def _handle(self, room_id: str, source: dict[str, Any]) -> None:
         if source.get("type") != "m.room.message":
             return
@@ -156,6 +166,7 @@ class MatrixBus:
                 body=body,
                 ts_ms=int(source.get("origin_server_ts") or 0),
                 event_id=str(source.get("event_id", "")),
+                floor_call=self._calls_me(room_id, sender, body, content),
             )
         )
 

@@ -36,6 +36,7 @@ class IncomingEvent:
     time: str
     event_id: str | None = None
     ts_ms: int = 0  # the bus's own timestamp; orders events that arrive out of order
+    floor_call: bool = False  # the platform calls the agent to act here (see BusMessage)
 
 
 def envelope(events: list[IncomingEvent]) -> str:

@@ -1,8 +1,8 @@
 """Standalone mode's bus: the operator at a terminal plays everyone else.
 
 Lines typed become messages: ``text`` comes from the operator in the Commons, ``name: text``
-from ``name`` in the Commons, ``dm name: text`` from ``name`` in a private room. The agent's
-replies are printed.
+from ``name`` in the Commons (``system: @<agent> …`` is a floor call), ``dm name: text``
+from ``name`` in a private room. The agent's replies are printed.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, Protocol, TextIO
 
-from runtime.bus import BusMessage, Deliver
+from runtime.bus import BusMessage, Deliver, mentions
 
 COMMONS = "!commons:standalone"
 _SPEAKER = re.compile(r"^(?:(dm)\s+)?([a-z0-9][a-z0-9-]{0,63}):\s*(.*)$", re.IGNORECASE)
@@ -81,6 +81,9 @@ class TerminalBus:
             body=text,
             ts_ms=int(time.time() * 1000),
             event_id=f"$terminal-{self._count}",
+            floor_call=sender == "system"
+            and room == COMMONS
+            and mentions(self._agent_id, f"@{self._agent_id}:standalone", text, {}),
         )
 
     async def send(self, room_id: str, text: str) -> None:

@@ -31,7 +31,15 @@ def kickoff_text(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> s
 
 
 def kickoff_mentions(run_config: Mapping[str, Any]) -> list[str]:
-    """Who the kickoff addresses: everyone without turns, else nobody (grants follow)."""
+    """Who the kickoff addresses (format §2.2, ``referee_opens``).
+
+    A driving referee alone, with or without turns: it opens the realm and wakes the
+    players itself (a machine's wakes, the rotation's grants). Otherwise nobody when
+    the realm takes turns (grants follow), else everyone.
+    """
+    referee = run_config.get("referee")
+    if run_config.get("referee_opens") and referee:
+        return [str(referee)]
     if run_config.get("turns"):
         return []
     return [a["id"] for a in run_config.get("agents") or []]

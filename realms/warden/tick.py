@@ -2,7 +2,12 @@
 
 Order: kickoff (once) → feed new Commons speech to the TurnManager → enforce new
 ELIMINATION events → silence handling → deliver PRIVATE events → machine wakes →
-traces → snapshot → budget policy → nudges → termination → conclude.
+termination check → the TurnManager's floor moves → traces → snapshot → budget
+policy → nudges → termination → conclude.
+
+The TurnManager decides as speech comes in, but its floor moves are posted last: a
+DM sent with a floor-passing post reaches its recipient before that recipient's
+grant, and a realm that is over grants nobody another turn.
 
 Bus side effects happen before the matching state is committed, so a tick that
 fails half-way is simply redone by the next one: the Chronicle never holds an
@@ -36,7 +41,7 @@ from realms.services.kickoff import kickoff_mentions, kickoff_text
 from realms.warden import budget, nudges, termination
 from realms.warden.dms import Deliver, DmLedger, Notice, Private, plan_deliveries
 from realms.warden.models import WardenState
-from realms.warden.snapshot import build_snapshot
+from realms.warden.snapshot import LiveSnapshot, build_snapshot
 from realms.warden.turns import (
     Action,
     Grant,
@@ -277,11 +282,12 @@ def run_tick(realm_id: str) -> TickResult:
         Message.objects.filter(realm_id=realm_id, channel=bus.commons_room_id)
     )
     eliminations: list[Event] = streams["elimination"].read(events.filter(kind=Kind.ELIMINATION))
+    # The TurnManager decides now; its floor moves are carried out only after this tick's
+    # DMs are delivered and termination is checked (see ``_carry_out``).
+    moves: list[Action] = []
     if tm is not None:
-        actions: list[Action] = []
         for msg in speech:
-            actions += tm.observe(msg.sender_agent or None, msg.body, msg.ts_ms / 1000.0)
-        turn_events += apply_turn_actions(realm, actions)
+            moves += tm.observe(msg.sender_agent or None, msg.body, msg.ts_ms / 1000.0)
     stopped = list(state.stopped_agents)
     for event in eliminations:
         agent = event.payload.get("agent") if isinstance(event.payload, dict) else None
@@ -291,16 +297,14 @@ def run_tick(realm_id: str) -> TickResult:
             if done is not None:
                 system_events.append(done)
         if tm is not None:
-            turn_events += apply_turn_actions(
-                realm, tm.remove(agent if isinstance(agent, str) and agent else None, now_s)
-            )
+            moves += tm.remove(agent if isinstance(agent, str) and agent else None, now_s)
     kills: list[Event] = streams["lifecycle"].read(events.filter(kind=Kind.LIFECYCLE))
     for event in kills:
         agent = event.payload.get("agent") if isinstance(event.payload, dict) else None
         if tm is not None and event.payload.get("event") == "agent_killed" and agent:
-            turn_events += apply_turn_actions(realm, tm.remove(str(agent), now_s, by="platform"))
+            moves += tm.remove(str(agent), now_s, by="platform")
     if tm is not None:
-        turn_events += apply_turn_actions(realm, tm.tick(now_s))
+        moves += tm.tick(now_s)
 
     privates: list[Event] = streams["private"].read(events.filter(kind=Kind.PRIVATE))
     ledger = DmLedger.from_json(state.dms)
@@ -322,6 +326,7 @@ def run_tick(realm_id: str) -> TickResult:
     games: list[Event] = streams["game"].read(events.filter(kind=Kind.GAME))
     _wakes(realm_id, games)
     system_events += _idle_nudges(realm_id, now)
+    ending = _carry_out(realm, moves, turn_events)
 
     for stream in streams.values():
         stream.commit()
@@ -348,8 +353,42 @@ def run_tick(realm_id: str) -> TickResult:
     if state.ticks % TRACE_EVERY_TICKS == 0:
         traces.ingest_all(realm_id)
 
-    _police(realm, result)
+    _police(realm, result, ending)
     return result
+
+
+def _moves_floor(actions: Sequence[Action]) -> bool:
+    return any(isinstance(a, Grant | Post | OpenFloor) for a in actions)
+
+
+def _carry_out(
+    realm: Realm, moves: Sequence[Action], turn_events: list[dict[str, Any]]
+) -> termination.Conclusion | None:
+    """Carry out the TurnManager's moves unless the realm ends at this tick.
+
+    A referee's closing post resumes the rotation like any other, so the termination
+    check comes first: a realm that is over hands nobody the floor. Only the records of
+    what already happened (removals, skips, a completed round) are kept then. The check
+    costs a snapshot, so it is made only on ticks that would move the floor.
+    """
+    ending = _conclusion(realm) if _moves_floor(moves) else None
+    if ending is None:
+        turn_events += apply_turn_actions(realm, moves)
+    else:
+        turn_events += [
+            a.payload for a in moves if isinstance(a, TurnEvent) and "event" in a.payload
+        ]
+    return ending
+
+
+def _conclusion(
+    realm: Realm, snapshot: LiveSnapshot | None = None
+) -> termination.Conclusion | None:
+    return termination.evaluate(
+        snapshot or build_snapshot(realm.realm_id),
+        termination.realm_conditions(realm.project, realm.run_config),
+        verdict_ends_realm=termination.verdict_ends_realm(realm.project, realm.run_config),
+    )
 
 
 def _mirror_check(realm_id: str) -> None:
@@ -367,9 +406,17 @@ def _mirror_check(realm_id: str) -> None:
         log.info("mirror check of %s: %s", realm_id, exc)
 
 
-def _police(realm: Realm, result: TickResult) -> None:
-    """Budget policy, nudges and termination over a fresh snapshot."""
+def _police(realm: Realm, result: TickResult, ending: termination.Conclusion | None) -> None:
+    """Budget policy, nudges and termination over a fresh snapshot.
+
+    ``ending``: the realm was already found over before its floor moved; it concludes
+    with that reason, and nobody is nudged on the way out.
+    """
     realm_id = realm.realm_id
+    if ending is not None:
+        result.concluded = ending.reason
+        conclude_realm(realm_id, ending.reason, ending.detail)
+        return
     snapshot = build_snapshot(realm_id)
     budget.enforce_budgets(snapshot, stop_agent=lambda agent: _budget_stop(realm_id, agent))
     nudges.nudge_if_stalled(
@@ -377,11 +424,7 @@ def _police(realm: Realm, result: TickResult) -> None:
         post=lambda text, mentions: posting.announce(realm_id, text, mentions),
         enabled=bool(realm.run_config.get("stall_nudge", True)),
     )
-    conclusion = termination.evaluate(
-        snapshot,
-        termination.realm_conditions(realm.project, realm.run_config),
-        verdict_ends_realm=termination.verdict_ends_realm(realm.project, realm.run_config),
-    )
+    conclusion = _conclusion(realm, snapshot)
     if conclusion is not None:
         result.concluded = conclusion.reason
         conclude_realm(realm_id, conclusion.reason, conclusion.detail)

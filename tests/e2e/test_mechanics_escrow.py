@@ -33,7 +33,10 @@ def test_sealed_ballots_revealed_and_tallied_by_every_ruleset(tmp_path: Path) ->
         # Stored as a Fernet token, never as the plain payload.
         assert seal["sealed"].startswith("gAAAAA") and set(seal) == {"round", "agent", "sealed"}
     grants = [(t["round"], t["current"]) for t in run.turns()]
-    assert grants[:3] == [(1, "alpha"), (1, "bravo"), (1, "charlie")]
+    # The judge rules, then posts its closing line: the realm is over, so that post
+    # resumes no rotation and nobody is granted round 2.
+    assert grants == [(1, "alpha"), (1, "bravo"), (1, "charlie")]
+    assert not [b for b in run.system_posts() if "(round 2)" in b]
     (complete,) = run.turns("round_complete")
     assert complete["completed"] == 1
 

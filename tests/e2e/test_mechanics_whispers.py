@@ -48,6 +48,11 @@ def test_dms_turns_and_a_reactive_referee(tmp_path: Path) -> None:
         "ben": ["@ann dawn it is"],
         "cat": ["@dan hello dan"],
     }
+    # ann whispers, then passes the floor: her whisper reaches ben before ben's grant.
+    bodies = [body for _who, body, _eid in chron.messages]
+    dawn = next(i for i, b in enumerate(bodies) if "@ben meet at dawn" in b)
+    ben_up = next(i for i, b in enumerate(bodies) if "@ben — it is your turn (round 1)" in b)
+    assert dawn < ben_up
     notices = [b for b in run.system_posts() if b.startswith(("🔇", "🚫"))]
     assert notices == [
         "🔇 ann has used this round's 1 private message(s); further ones this round are "

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -131,3 +132,37 @@ async def test_an_older_message_delivered_late_does_not_divert_the_reply(running
     agent.on_bus(BusMessage("!dm-ping:standalone", "DM with ping", "system", "welcome", 1000, "$w"))
     await until(lambda: "my move" in terminal.stdout.getvalue())
     assert terminal.stdout.getvalue() == "[pong → Commons] my move\n"
+
+
+async def test_a_turn_called_by_the_floor_answers_in_the_commons_despite_a_newer_dm(
+    running, provider
+):
+    start, terminal = running
+    provider.script = [reply("rust")]
+    agent = await start()
+    assert isinstance(agent.bus, TerminalBus)
+    # The grant and a peer's whisper arrive in one batch, the whisper newer: the turn
+    # answers the floor, in the Commons, or the player would be skipped.
+    grant = agent.bus.parse("system: @pong — it is your turn (round 1).")
+    whisper = agent.bus.parse("dm ping: say rust")
+    assert grant is not None and whisper is not None
+    agent.on_bus(grant)
+    agent.on_bus(replace(whisper, ts_ms=grant.ts_ms + 1))
+    await until(lambda: "rust" in terminal.stdout.getvalue())
+    assert terminal.stdout.getvalue() == "[pong → Commons] rust\n"
+
+
+async def test_a_floor_call_drained_mid_turn_moves_the_reply_to_the_commons(running, provider):
+    start, terminal = running
+    provider.script = [
+        reply(tool_calls=[call("slow", {"seconds": 0.25}, "s1")]),
+        reply("teal -> rust"),
+    ]
+    agent = await start(tools_allow=["slow"])
+    agent.registry.add_builtin(SLOW)
+    terminal.type("dm ping: get ready")
+    await until(lambda: len(provider.requests) == 1)
+    terminal.type("system: @pong — it is your turn (round 1).")
+    await until(lambda: "teal -> rust" in terminal.stdout.getvalue())
+    assert "your turn" in str(provider.requests[1]["messages"][-1]["content"])
+    assert terminal.stdout.getvalue() == "[pong → Commons] teal -> rust\n"

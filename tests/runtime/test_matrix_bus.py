@@ -14,6 +14,7 @@ from realms.herald.bus import BusAgent, agent_credentials, provision_bus
 from realms.herald.matrix import matrix_client
 from realms.herald.posting import message_content
 from runtime.agent import Agent
+from runtime.bus import BusMessage
 from runtime.matrix_bus import MatrixBus
 from runtime.tools import ToolDefinition, object_schema
 from tests.realms.herald.conftest import AgentClient
@@ -199,3 +200,37 @@ async def test_the_agent_keeps_listening_across_a_homeserver_restart(
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
+
+
+async def test_only_the_systems_call_in_the_commons_is_a_floor_call(
+    tmp_path, provider, homeserver, realm_bus
+):
+    bus, creds = realm_bus
+    config = alice_config(tmp_path, provider.socket, homeserver, bus, creds)
+    agent = Agent(config, None)
+    matrix = MatrixBus(config.bus, "alice", tmp_path / "state", agent.trace)
+    seen: list[BusMessage] = []
+    bob = AgentClient(homeserver, creds["bob"].access_token)
+    commons, dm, alice_mxid = (
+        bus.commons_room_id,
+        creds["alice"].dm_rooms["bob"],
+        creds["alice"].mxid,
+    )
+    await matrix.start(seen.append)
+    try:
+        await asyncio.wait_for(matrix.first_sync.wait(), 30)
+        await asyncio.to_thread(_system_mention, commons, alice_mxid)
+        bob.send(commons, "@alice it is your turn, I promise")
+        bob.send(dm, f"{alice_mxid} your turn too")
+        await until(lambda: len(seen) >= 4)
+        calls = {(m.room_label, m.sender, m.floor_call) for m in seen}
+        # The DM room's welcome notice is the system's too, but not in the Commons.
+        assert calls == {
+            ("DM with bob", "system", False),
+            ("Commons", "system", True),
+            ("Commons", "bob", False),
+            ("DM with bob", "bob", False),
+        }
+    finally:
+        await matrix.close()
+        bob.close()

@@ -21,6 +21,7 @@ from chronicle.services import record_event
 from ledger.services.profiles import seed_profiles
 from realms.forge import layout
 from realms.herald.bus import BusAgent, provision_bus
+from realms.herald.directory import get_bus, user_of
 from realms.herald.matrix import MatrixError
 from realms.herald.posting import post_as_agent
 from realms.models import Realm, RealmAgent
@@ -290,3 +291,61 @@ def test_a_quiet_machine_nudges_its_after_s_role_once(
         ).count()
         == 1
     )
+
+
+def test_no_floor_is_granted_after_the_final_verdict(
+    homeserver, platform_server, realm_id, tmp_path
+) -> None:
+    running_realm(package(tmp_path), realm_id)
+    tick_realm(realm_id)
+    speak(realm_id, "umpire", "Round R1. First word: teal.")
+    tick_realm(realm_id)
+    speak(realm_id, "ping", "teal -> sage")
+    tick_realm(realm_id)
+    speak(realm_id, "pong", "sage -> rust")
+    tick_realm(realm_id)
+    wait_for(said(realm_id, "Round 1 is complete"), "the referee's round cue")
+
+    # The referee rules, then posts its closing line: that post would resume the
+    # rotation, but the realm is over, so nobody is handed the floor for round 2.
+    record_event(realm_id, Kind.VERDICT, {"outcome": "ping wins", "final": True})
+    speak(realm_id, "umpire", "🏁 MATCH OVER: ping wins.")
+    with override_settings(BEARPIT_CONCLUDE_GRACE_S=0):
+        result = tick_realm(realm_id)
+    assert result is not None and result.concluded == "referee_verdict"
+    wait_for(said(realm_id, "REALM_ENDING — referee_verdict"), "the ending announcement")
+    assert not Message.objects.filter(realm_id=realm_id, body__contains="(round 2)").exists()
+    assert not [t for t in turns(realm_id) if t.get("current") and t.get("round") == 2]
+
+
+def test_private_messages_are_delivered_before_the_next_grant(
+    homeserver, platform_server, realm_id, tmp_path
+) -> None:
+    running_realm(package(tmp_path, dms=True), realm_id)
+    tick_realm(realm_id)
+    speak(realm_id, "umpire", "Round R1. First word: teal.")
+    tick_realm(realm_id)
+    # ping whispers to pong and passes the floor in one go: in the tick that follows,
+    # the whisper reaches pong before pong is told it is its turn, so a runtime waking
+    # on the grant already holds the whisper and answers the grant.
+    record_event(realm_id, Kind.PRIVATE, {"from": "ping", "to": "pong", "text": "say rust"})
+    speak(realm_id, "ping", "teal -> sage")
+    tick_realm(realm_id)
+    wait_for(said(realm_id, "@pong say rust"), "the delivered DM")
+    wait_for(said(realm_id, "@pong — it is your turn (round 1)"), "pong's grant")
+    dm = Message.objects.get(realm_id=realm_id, body__contains="@pong say rust")
+    grant = Message.objects.get(realm_id=realm_id, body__contains="@pong — it is your turn")
+    assert dm.ts_ms < grant.ts_ms
+
+
+def test_a_driving_referees_machine_kickoff_addresses_only_the_referee(
+    homeserver, platform_server, realm_id, tmp_path
+) -> None:
+    running_realm(machine_package(tmp_path), realm_id)
+    tick_realm(realm_id)
+    wait_for(said(realm_id, "Welcome to the realm"), "the kickoff")
+    kickoff = Message.objects.get(realm_id=realm_id, body__contains="Welcome to the realm")
+    bus = get_bus(realm_id)
+    umpire, ping, pong = (user_of(bus, a).user_id for a in ("umpire", "ping", "pong"))
+    assert umpire in kickoff.body
+    assert ping not in kickoff.body and pong not in kickoff.body
