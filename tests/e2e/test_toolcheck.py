@@ -42,8 +42,15 @@ def test_pit_up_runs_toolcheck_to_the_verdict(tmp_path: Path) -> None:
     # What a person reads before the report is one line per phase: no log records, no
     # warnings of the libraries underneath.
     before_report = out.split("# toolcheck — final report")[0].splitlines()
-    allowed = ("starting the homeserver", "validate:", "provider:", "provision:", "running:")
-    allowed += ("concluding:", "archived:")
+    allowed = (
+        "starting the homeserver",
+        "validate:",
+        "provider:",
+        "provision:",
+        "running:",
+        "concluding:",
+        "archived:",
+    )
     noise = [line for line in before_report if line.strip() and not line.startswith(allowed)]
     assert not noise, out
     assert "concluding: referee_verdict — the referee ruled: ping wins the relay" in out
