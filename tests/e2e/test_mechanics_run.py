@@ -97,7 +97,9 @@ def run_realm(tmp_path: Path, package: str, *, timeout: float = 120, **env: str)
     shutil.copytree(PACKAGES / package, copy)
     home, log = tmp_path / "home", tmp_path / "pit_up.log"
     began = time.monotonic()
-    proc = start_pit(["pit_up", str(copy)], pit_env(home, **env), log)
+    # -v 2: the platform's log lines too (the tool-call audit among them), which some
+    # mechanics tests read and which a failure's output should show.
+    proc = start_pit(["pit_up", str(copy), "-v", "2"], pit_env(home, **env), log)
     try:
         code = proc.wait(timeout=timeout)
         left = leftover_pids(home)

@@ -48,8 +48,12 @@ def test_validate_shows_machine_tools_and_memory_note(tmp_path):
     assert "Memory: persistent memory is not supported; solo start fresh" in out
 
 
-def test_validate_warns_about_a_configured_tool_nobody_holds():
-    out, _ = run("pit_validate", str(COMPAT / "market-scan-duel"))
+def test_validate_warns_about_a_configured_tool_nobody_holds(tmp_path):
+    # The shape of the reference corpus's market-scan-duel, in a package of our own.
+    root = write_package(
+        tmp_path / "pkg", project=base_project(tools={"web_fetch": {"max_calls_per_agent": 3}})
+    )
+    out, _ = run("pit_validate", str(root))
     lines = out.splitlines()
     assert (
         "warning: project.json: spec.tools.web_fetch: configures web_fetch, but no agent is "
