@@ -8,15 +8,12 @@ default database is a fresh PostgreSQL database.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-from tests.fixtures.postgres import migrated_env
+from tests.fixtures.postgres import last_line_of, migrated_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
 
@@ -77,16 +74,7 @@ def pg_env(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 
 def test_outputs_and_decisions_on_postgres(pg_env: dict[str, str]) -> None:
-    run = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=REPO,
-        env=pg_env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    out = json.loads(last_line_of(SCRIPT, pg_env))
     assert out["first"] == ["exhausted", "killed"]
     assert out["second"] == []
     assert out["stopped"] == ["alice"]

@@ -9,8 +9,6 @@ JSON type refuses a NUL outright.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -19,8 +17,7 @@ from chronicle.models import Event
 from chronicle.services import record_event
 from chronicle.traces import ingest_trace
 from chronicle.values import MAX_DEPTH, BadValue, check_value, make_storable
-from tests.conftest import REPO
-from tests.fixtures.postgres import migrated_env
+from tests.fixtures.postgres import last_line_of, migrated_env
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -97,16 +94,7 @@ print(json.dumps(Event.objects.get(pk=event.pk).payload))
 @pytest.mark.postgres
 def test_record_event_keeps_unstorable_values_on_postgres(tmp_path):
     with migrated_env(tmp_path / "home", "values") as env:
-        run = subprocess.run(
-            [sys.executable, "-c", PG_SCRIPT],
-            cwd=REPO,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    stored = json.loads(run.stdout.strip().splitlines()[-1])
+        stored = json.loads(last_line_of(PG_SCRIPT, env))
     assert stored == {
         "output": "a\\u0000b\\ud800",
         "n": "Infinity",

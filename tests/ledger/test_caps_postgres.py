@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from tests.conftest import REPO
-from tests.fixtures.postgres import migrated_env
+from tests.fixtures.postgres import last_line_of, migrated_env
 from tests.ledger.load import hammer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
@@ -54,16 +54,7 @@ def pg_env(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 
 def test_concurrent_calls_never_overspend_on_postgres(pg_env: dict[str, str]) -> None:
-    minted = subprocess.run(
-        [sys.executable, "-c", MINT],
-        cwd=REPO,
-        env=pg_env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    secrets = json.loads(minted.stdout.strip().splitlines()[-1])
+    secrets = json.loads(last_line_of(MINT, pg_env, timeout=60))
     port = _free_port()
     gateway = subprocess.Popen(
         [sys.executable, "manage.py", "pit_gateway", "--port", str(port), "--no-uds"],

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from tests.conftest import REPO
-from tests.fixtures.postgres import migrated_env
+from tests.fixtures.postgres import last_line_of, migrated_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
 
@@ -73,16 +73,7 @@ def pg_env(tmp_path: Path) -> Iterator[dict[str, str]]:
 def test_reservations_raced_from_processes_never_pass_the_cap(
     pg_env: dict[str, str], tmp_path: Path
 ) -> None:
-    minted = subprocess.run(
-        [sys.executable, "-c", MINT],
-        cwd=REPO,
-        env=pg_env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    key_id = minted.stdout.strip().splitlines()[-1]
+    key_id = last_line_of(MINT, pg_env, timeout=60)
     go = tmp_path / "go"
     workers = [
         subprocess.Popen(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from realms.management.foreground import ForegroundCommand
 from realms.management.interrupts import Interrupts
 from realms.management.quiet import quiet_logs
 from realms.models import Realm
-from realms.preflight import PreflightError, start_embedded_platform
 from realms.services import follow
 from realms.services.conclude import interrupt_realm
 from realms.services.embedded import EmbeddedPlatform
@@ -17,7 +17,7 @@ from realms.services.launch import LaunchError
 from realms.services.rerun import rerun_realm
 
 
-class Command(BaseCommand):
+class Command(ForegroundCommand):
     help = "Run a realm again from its stored snapshot (or its package), to its end."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -32,21 +32,12 @@ class Command(BaseCommand):
         parser.add_argument("--provider", help="provider profile (default: the old realm's)")
         parser.add_argument("--allow-provider-fallback", action="store_true")
 
-    def say(self, text: str) -> None:
-        self.stdout.write(text)
-        self.stdout.flush()
-
     def handle(self, *args: Any, **options: Any) -> None:
         quiet_logs(options["verbosity"])
         platform = EmbeddedPlatform(self.say)
         interrupts = Interrupts().install()
         try:
-            try:
-                start_embedded_platform(platform)
-            except PreflightError as exc:
-                raise CommandError(str(exc)) from exc
-            except KeyboardInterrupt:
-                self.say("interrupted before a realm was launched")
+            if not self.start_platform(platform):
                 return
             try:
                 realm = rerun_realm(

@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from realms.management.foreground import ForegroundCommand
 from realms.management.interrupts import Interrupts
 from realms.management.quiet import quiet_logs
 from realms.models import Realm
-from realms.preflight import PreflightError, start_embedded_platform
 from realms.services import follow
 from realms.services.conclude import interrupt_realm
 from realms.services.embedded import EmbeddedPlatform
@@ -30,7 +30,7 @@ def parse_params(items: list[str]) -> dict[str, str]:
     return values
 
 
-class Command(BaseCommand):
+class Command(ForegroundCommand):
     help = "Run a scenario package as a realm until it ends, then print its final report."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -52,10 +52,6 @@ class Command(BaseCommand):
             help="use the offline provider when the configured one cannot be called",
         )
 
-    def say(self, text: str) -> None:
-        self.stdout.write(text)
-        self.stdout.flush()
-
     def handle(self, *args: Any, **options: Any) -> None:
         quiet_logs(options["verbosity"])
         path = Path(options["path"])
@@ -63,12 +59,7 @@ class Command(BaseCommand):
         interrupts = Interrupts().install()
         self._launched: str | None = None
         try:
-            try:
-                start_embedded_platform(platform)
-            except PreflightError as exc:
-                raise CommandError(str(exc)) from exc
-            except KeyboardInterrupt:
-                self.say("interrupted before a realm was launched")
+            if not self.start_platform(platform):
                 return
             try:
                 realm_id = self._launch_or_resume(path, options)

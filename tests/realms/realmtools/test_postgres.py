@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from tests.conftest import REPO
-from tests.fixtures.postgres import migrated_env
+from tests.fixtures.postgres import last_line_of, migrated_env
 
 from .machines import AUCTION
 from .test_concurrency_and_audit import _one
@@ -73,16 +73,7 @@ def _race(*calls):
 
 
 def test_racing_writers_are_serialised_on_postgres(pg_env, tmp_path):
-    made = subprocess.run(
-        [sys.executable, "-c", SETUP, json.dumps(AUCTION)],
-        cwd=REPO,
-        env=pg_env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    tokens = json.loads(made.stdout.strip().splitlines()[-1])
+    tokens = json.loads(last_line_of(SETUP, pg_env, json.dumps(AUCTION), timeout=60))
     sock = tmp_path / "rt.sock"
     server = subprocess.Popen(
         [sys.executable, "manage.py", "pit_realmtools", "--socket", str(sock)],
