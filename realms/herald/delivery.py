@@ -44,6 +44,26 @@ def _heartbeat_room(client: MatrixClient) -> str:
     )
 
 
+# Right after our endpoint restarts, the homeserver's first ping can fail on the pooled
+# connection the restart closed (Twisted answers "AlreadyCalled"); the next one opens a
+# fresh connection. A few quick tries tell that apart from an endpoint that is down.
+PING_TRIES = 4
+PING_PAUSE_S = 0.5
+
+
+def _ping(client: MatrixClient) -> bool:
+    for attempt in range(1, PING_TRIES + 1):
+        try:
+            client.ping()
+            return True
+        except MatrixError as exc:
+            if attempt == PING_TRIES:
+                log.warning("the homeserver could not reach the platform endpoint: %s", exc)
+                return False
+            time.sleep(PING_PAUSE_S)
+    return False
+
+
 def resume_delivery(*, reconcile_rooms: bool = True) -> bool:
     """Nudge pending pushes out, then read back what a crash kept from being pushed.
 
@@ -53,10 +73,7 @@ def resume_delivery(*, reconcile_rooms: bool = True) -> bool:
         room_id = _heartbeat_room(client)
         # Not a realm room, so the mirror ignores it; it only wakes the AS scheduler.
         client.put_state(room_id, HEARTBEAT_EVENT, {"ts_ms": time.time_ns() // 1_000_000})
-        try:
-            client.ping()
-        except MatrixError as exc:
-            log.warning("the homeserver could not reach the platform endpoint: %s", exc)
+        if not _ping(client):
             return False
     if reconcile_rooms:
         reconcile()
