@@ -8,6 +8,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sqlite3
 from typing import Any
 
 from django.db.backends.sqlite3 import base, operations
@@ -33,6 +36,23 @@ class DatabaseWrapper(base.DatabaseWrapper):
     ops_class = DatabaseOperations
 
     def get_new_connection(self, conn_params: Any) -> Any:
-        connection = super().get_new_connection(conn_params)
+        try:
+            connection = super().get_new_connection(conn_params)
+        except sqlite3.OperationalError as exc:
+            raise sqlite3.OperationalError(_located(exc, str(conn_params.get("database")))) from exc
         connection.execute("PRAGMA recursive_triggers = ON")
         return connection
+
+
+def _located(exc: sqlite3.OperationalError, database: str) -> str:
+    """SQLite's message with the file, its extended code and the room left beside it:
+    "disk I/O error" alone does not say that the disk under the database is full."""
+    name = getattr(exc, "sqlite_errorname", "")
+    where = os.path.dirname(database) or "."
+    try:
+        free = f"{shutil.disk_usage(where).free // (1 << 20)} MiB free"
+        inodes = os.statvfs(where).f_favail
+        room = f"{free}, {inodes} inodes free there"
+    except OSError as err:
+        room = f"its folder: {err.strerror}"
+    return f"{exc} ({name}) opening {database}; {room}"
