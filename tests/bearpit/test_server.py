@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from bearpit.server import PlatformServer
+from tests.fixtures.rawhttp import json_answered, raw_exchange
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -54,26 +55,6 @@ def test_over_the_real_server_a_50_mb_body_and_a_deep_one_get_json_errors(settin
         assert missing.status_code == 404 and "/api/nowhere" in missing.json()["error"]
 
 
-def _raw_request(port: int, head: bytes, body_chunks: list[bytes]) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(head)
-        try:
-            for chunk in body_chunks:
-                sock.sendall(chunk)
-        except OSError:
-            pass  # the server may close as soon as it has answered
-        received = b""
-        try:
-            while b"\r\n\r\n" not in received or not received.rstrip().endswith(b"}"):
-                data = sock.recv(65536)
-                if not data:
-                    break
-                received += data
-        except OSError:
-            pass
-        return received
-
-
 @pytest.mark.django_db(transaction=True)
 def test_an_oversized_body_is_refused_before_it_is_read(settings):
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
@@ -83,7 +64,7 @@ def test_an_oversized_body_is_refused_before_it_is_read(settings):
             b"POST /api/realms HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             b"Content-Type: application/json\r\nContent-Length: 52428800\r\n\r\n"
         )
-        answer = _raw_request(server.port, head, [])
+        answer = raw_exchange(server.port, head, [], timeout=10, done=json_answered)
         assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
         assert f"larger than {limit} bytes".encode() in answer
 
@@ -94,5 +75,7 @@ def test_an_oversized_body_is_refused_before_it_is_read(settings):
             b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
         count = limit // len(chunk) + 2
-        answer = _raw_request(server.port, head, [framed] * count + [b"0\r\n\r\n"])
+        answer = raw_exchange(
+            server.port, head, [framed] * count + [b"0\r\n\r\n"], timeout=10, done=json_answered
+        )
         assert answer.startswith(b"HTTP/1.1 413"), answer[:200]

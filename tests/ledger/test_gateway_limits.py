@@ -4,7 +4,6 @@ are bounded, bodies are size-limited, and one bad call never fails another calle
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import sys
 from collections import Counter
@@ -18,6 +17,7 @@ from django.test import override_settings
 from ledger.gateway.server import GatewayServer
 from ledger.models import Spend, VirtualKey
 from tests.conftest import REPO
+from tests.fixtures.rawhttp import STILL_OPEN, raw_exchange
 from tests.ledger.conftest import mint, settled
 from tests.ledger.fake_upstream import FakeUpstream
 
@@ -220,25 +220,8 @@ def small_gateway(tmp_path: Path, profiles: None) -> Any:
 
 
 def _raw_exchange(server: GatewayServer, head: bytes, body_chunks: list[bytes]) -> bytes:
-    """Send a request by hand; return all that comes back until the gateway closes the
-    connection (or 5 s pass)."""
     assert server.port is not None
-    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
-        sock.sendall(head)
-        try:
-            for chunk in body_chunks:
-                sock.sendall(chunk)
-        except OSError:
-            pass  # the gateway may close the connection once it has answered
-        answer = b""
-        try:
-            while data := sock.recv(65536):
-                answer += data
-        except TimeoutError:
-            answer += b"<still open>"
-        except OSError:
-            pass
-    return answer
+    return raw_exchange(server.port, head, body_chunks)
 
 
 def test_a_declared_oversized_body_is_refused_unread(small_gateway: GatewayServer) -> None:
@@ -252,7 +235,7 @@ def test_a_declared_oversized_body_is_refused_unread(small_gateway: GatewayServe
     answer = _raw_exchange(small_gateway, head, [])
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     # ... and the connection is closed, so the gateway need not read and drop the rest.
-    assert not answer.endswith(b"<still open>")
+    assert not answer.endswith(STILL_OPEN)
     _untouched("r-big")
 
 
