@@ -126,6 +126,15 @@ def test_referee_who_sees_all_is_told_to_stay_silent(tmp_path):
     assert "You have no tools" in prompt
 
 
+def test_a_referee_with_table_talk_is_told_how_it_reads_the_commons(tmp_path):
+    inputs = PromptInputs(agent_id="ref", mxid="@ref:x", role="referee")
+    config = birth(tmp_path, tmp_path / "s", system_prompt=None, prompt=inputs.model_dump())
+    prompt = system_prompt(config, ["table_talk", "transition"], [])
+    assert "`table_talk(since)` reads what was said in the Commons" in prompt
+    assert "do not wake you" in prompt
+    assert "table_talk(since)" not in system_prompt(config, ["transition"], [])
+
+
 def test_rendering_is_strict():
     with pytest.raises(jinja2.UndefinedError):
         render("events.md.j2")
