@@ -20,7 +20,7 @@ from chronicle.models import now_ms as _now_ms
 from ledger.services.spend import realm_spend
 from realms.models import Realm, RealmAgent
 from realms.packages.schema.common import parse_duration as package_duration
-from realms.plan import RealmPlan, chronicled_plan, plan_of
+from realms.plan import RealmPlan, chronicled_plan, is_referee_role, plan_of, referee_of
 
 SHARED_TEXT_LIMIT = 1_000_000  # bytes: larger files are counted but never read
 SHARED_FILE_LIMIT = 5_000  # files read per tick; a runaway folder must not stall the tick
@@ -54,7 +54,7 @@ class AgentState:
 
     @property
     def is_referee(self) -> bool:
-        return self.role == "referee"
+        return is_referee_role(self.role)
 
     @property
     def exhausted(self) -> bool:
@@ -115,7 +115,7 @@ class LiveSnapshot:
 
     @property
     def referee(self) -> str | None:
-        return next((a.agent_id for a in self.agents.values() if a.is_referee), None)
+        return referee_of((a.agent_id, a.role) for a in self.agents.values())
 
     @property
     def total_spend_usd(self) -> float:
