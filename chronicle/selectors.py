@@ -149,6 +149,16 @@ def eliminations(realm_id: str) -> list[Elimination]:
     return found
 
 
+def eliminated_agents(realm_id: str) -> frozenset[str]:
+    """Agents named by an ELIMINATION event (a round closed with nobody out names none)."""
+    named = events(realm_id, Kind.ELIMINATION).values_list("payload", flat=True)
+    return frozenset(
+        agent
+        for agent in (_as_dict(p).get("agent") for p in named)
+        if isinstance(agent, str) and agent
+    )
+
+
 def _round_at(realm_id: str, event: Event) -> int | None:
     """The round in play when ``event`` was written: the latest TURN event before it.
 

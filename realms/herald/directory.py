@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from realms import plan
 from realms.herald import localparts
 from realms.herald.models import BusRealm, BusRoom, BusUser
 
@@ -23,8 +24,16 @@ class BusAgent:
     private_messaging: Mapping[str, Any] = field(default_factory=dict)
 
     @property
+    def id(self) -> str:
+        return self.agent_id
+
+    @property
     def is_referee(self) -> bool:
-        return self.role == "referee"
+        return plan.is_referee_role(self.role)
+
+    @property
+    def dm(self) -> plan.DmRule:
+        return plan.DmRule.parse(self.private_messaging)
 
 
 @dataclass(frozen=True)
@@ -89,24 +98,5 @@ def find_dm_room(bus: BusRealm, a: str, b: str) -> BusRoom | None:
 
 
 def permitted_pairs(agents: list[BusAgent]) -> list[tuple[str, str]]:
-    """Unordered pairs (in roster order) that get a DM room.
-
-    A may write to B when A has private messaging enabled, B is among A's ``peers``
-    (or A lists none), and B is not the referee unless A has ``include_referee``.
-    """
-
-    def may_write(a: BusAgent, b: BusAgent) -> bool:
-        pm = a.private_messaging or {}
-        if not pm.get("enabled"):
-            return False
-        peers = list(pm.get("peers") or [])
-        if peers and b.agent_id not in peers:
-            return False
-        return not b.is_referee or bool(pm.get("include_referee"))
-
-    pairs = []
-    for i, a in enumerate(agents):
-        for b in agents[i + 1 :]:
-            if may_write(a, b) or may_write(b, a):
-                pairs.append((a.agent_id, b.agent_id))
-    return pairs
+    """Unordered pairs (in roster order) that get a DM room (the rule: ``plan.may_write``)."""
+    return plan.permitted_pairs(agents)

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from realms.packages.tools import canonical_tool_name
+from realms.plan import eliminated
 from realms.realmtools import granted
 from realms.realmtools.context import Caller
 from realms.realmtools.errors import Refusal
-from realms.realmtools.facts import eliminated
 
 
 class Who(StrEnum):
@@ -79,7 +79,7 @@ def belongs(caller: Caller) -> None:
 def holds_grant(caller: Caller, name: str) -> bool:
     agent = caller.facts.agent(caller.agent_id)
     grants = {canonical_tool_name(g) for g in caller.identity.grants}
-    return agent is not None and name in grants and name in agent.tools
+    return agent is not None and name in grants and name in agent.granted
 
 
 def _reason_hidden(name: str, rule: Rule, caller: Caller) -> str | None:
@@ -94,7 +94,7 @@ def _reason_hidden(name: str, rule: Rule, caller: Caller) -> str | None:
         return f"{name} is not granted to you"
     if rule.machine and facts.machine is None:
         return "no machine declared"
-    if rule.table and not (facts.machine or {}).get("referee_reads_commons"):
+    if rule.table and not facts.plan.referee_reads_commons:
         return "this machine does not let the referee read the Commons"
     return None
 

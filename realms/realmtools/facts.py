@@ -1,45 +1,28 @@
-"""Realm facts realmtools needs, read from the Realm row's project snapshot.
+"""Realm facts realmtools needs: the realm's plan, with its state read afresh per call.
 
-The snapshot is the resolved project: a dict with ``spec`` and ``agents`` (a
-list in roster order, or a map of id to agent). Roster order is turn order.
-Eliminations come from the Chronicle, which is the record of what happened.
+Roster order is turn order. Who is out comes from ``realms.plan.eliminated``, which
+reads the Chronicle, the record of what happened.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from chronicle.kinds import Kind
-from chronicle.models import Event
 from realms.models import Realm, RealmAgent
-from realms.packages.tools import canonical_tool_name
+from realms.plan import PlanAgent, RealmPlan, TurnsPlan, plan_of
 from realms.realmtools.errors import Refusal
 
 LIVE_STATES = frozenset({Realm.State.RUNNING, Realm.State.CONCLUDING})
 
 
 @dataclass(frozen=True)
-class AgentFacts:
-    id: str
-    role: str  # "participant" | "referee"
-    tools: frozenset[str] = frozenset()
-    dm_enabled: bool = False
-    dm_include_referee: bool = False
-    dm_peers: tuple[str, ...] = ()
-
-    @property
-    def is_referee(self) -> bool:
-        return self.role == "referee"
-
-
-@dataclass(frozen=True)
 class RealmFacts:
     realm_id: str
     state: str
-    agents: tuple[AgentFacts, ...]
-    spec: Mapping[str, Any] = field(default_factory=dict)
+    plan: RealmPlan
 
     @property
     def live(self) -> bool:
@@ -47,78 +30,34 @@ class RealmFacts:
 
     @property
     def roster(self) -> tuple[str, ...]:
-        return tuple(a.id for a in self.agents)
+        return self.plan.roster
 
     @property
     def participants(self) -> tuple[str, ...]:
-        return tuple(a.id for a in self.agents if not a.is_referee)
+        return self.plan.participants
 
     @property
     def referee(self) -> str | None:
-        return next((a.id for a in self.agents if a.is_referee), None)
+        return self.plan.referee
 
-    def agent(self, agent_id: str) -> AgentFacts | None:
-        return next((a for a in self.agents if a.id == agent_id), None)
+    def agent(self, agent_id: str) -> PlanAgent | None:
+        return self.plan.agent(agent_id)
 
     @property
-    def turns(self) -> Mapping[str, Any] | None:
-        turns = self.spec.get("turns")
-        return turns if isinstance(turns, Mapping) else None
+    def turns(self) -> TurnsPlan | None:
+        return self.plan.turns
 
     @property
     def machine(self) -> Mapping[str, Any] | None:
-        for mechanic in self.spec.get("mechanics") or []:
-            if isinstance(mechanic, Mapping) and mechanic.get("kind") == "state-machine":
-                machine = mechanic.get("machine")
-                return machine if isinstance(machine, Mapping) else None
-        return None
+        return self.plan.machine
 
     @property
-    def tool_policy(self) -> Mapping[str, Any]:
-        tools = self.spec.get("tools")
-        if not isinstance(tools, Mapping):
-            return {}
-        # Older packages spell granted tools ``family.verb``.
-        return {canonical_tool_name(str(name)): policy for name, policy in tools.items()}
-
-    def _dm_allowed(self, sender: AgentFacts, recipient: AgentFacts) -> bool:
-        if not sender.dm_enabled or sender.id == recipient.id:
-            return False
-        if sender.dm_peers and recipient.id not in sender.dm_peers:
-            return False
-        return not recipient.is_referee or sender.dm_include_referee
+    def tool_policy(self) -> Mapping[str, Mapping[str, Any]]:
+        return self.plan.tool_policy
 
     def dm_partners(self, agent_id: str) -> frozenset[str]:
-        """Agents sharing a DM room with ``agent_id`` (a room exists if either side may DM)."""
-        me = self.agent(agent_id)
-        if me is None:
-            return frozenset()
-        return frozenset(
-            other.id
-            for other in self.agents
-            if other.id != me.id and (self._dm_allowed(me, other) or self._dm_allowed(other, me))
-        )
-
-
-def _agent_from_snapshot(raw: Mapping[str, Any]) -> AgentFacts:
-    pm = raw.get("private_messaging") or {}
-    return AgentFacts(
-        id=str(raw["id"]),
-        role="referee" if raw.get("role") == "referee" else "participant",
-        tools=frozenset(canonical_tool_name(str(t)) for t in raw.get("tools") or []),
-        dm_enabled=bool(pm.get("enabled")),
-        dm_include_referee=bool(pm.get("include_referee")),
-        dm_peers=tuple(str(p) for p in pm.get("peers") or []),
-    )
-
-
-def _snapshot_agents(project: Mapping[str, Any]) -> list[AgentFacts]:
-    agents = project.get("agents")
-    if isinstance(agents, Mapping):
-        return [_agent_from_snapshot({"id": key, **value}) for key, value in sorted(agents.items())]
-    if isinstance(agents, list):
-        return [_agent_from_snapshot(a) for a in agents if isinstance(a, Mapping) and "id" in a]
-    return []
+        """Agents sharing a DM room with ``agent_id`` (the rule: ``plan.may_write``)."""
+        return self.plan.dm_partners(agent_id)
 
 
 def load_facts(realm_id: str) -> RealmFacts:
@@ -126,30 +65,10 @@ def load_facts(realm_id: str) -> RealmFacts:
     realm = Realm.objects.filter(realm_id=realm_id).first()
     if realm is None:
         raise Refusal(f"realm {realm_id} does not exist")
-    project: Mapping[str, Any] = realm.project if isinstance(realm.project, Mapping) else {}
-    agents = _snapshot_agents(project)
-    if not agents:
-        agents = [
-            AgentFacts(id=row.agent_id, role=row.role)
-            for row in RealmAgent.objects.filter(realm=realm).order_by("position")
-        ]
-    spec = project.get("spec")
-    return RealmFacts(
-        realm_id=realm_id,
-        state=realm.state,
-        agents=tuple(agents),
-        spec=spec if isinstance(spec, Mapping) else {},
-    )
-
-
-def eliminated(realm_id: str) -> frozenset[str]:
-    """Participants removed by the referee or stopped for good by the platform."""
-    named = {
-        e.payload.get("agent")
-        for e in Event.objects.filter(realm_id=realm_id, kind=Kind.ELIMINATION).only("payload")
-    }
-    stopped = RealmAgent.objects.filter(
-        realm__realm_id=realm_id,
-        state__in=[RealmAgent.State.ELIMINATED, RealmAgent.State.KILLED],
-    ).values_list("agent_id", flat=True)
-    return frozenset(str(a) for a in named if a) | frozenset(stopped)
+    plan = plan_of(realm)
+    if not plan.agents:
+        # A row without a roster in its snapshot: the realm's agent rows name the roster.
+        rows = RealmAgent.objects.filter(realm=realm).order_by("position")
+        agents = tuple(PlanAgent(id=row.agent_id, role=row.role) for row in rows)
+        plan = dataclasses.replace(plan, agents=agents)
+    return RealmFacts(realm_id=realm_id, state=realm.state, plan=plan)

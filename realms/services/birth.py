@@ -7,8 +7,8 @@ Paths and socket addresses are written as the sandbox sees them: the home at
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from realms.plan import PlanAgent, RealmPlan
 from runtime.birth import (
     BirthConfig,
     BusSettings,
@@ -50,18 +50,18 @@ BUILTIN_SKILLS: dict[str, str] = {
 }
 
 
-def _skills(agent: Mapping[str, Any], project: Mapping[str, Any]) -> list[Skill]:
-    role_skill = "referee-basics" if agent.get("role") == "referee" else "agent-basics"
+def _skills(agent: PlanAgent, realm_plan: RealmPlan) -> list[Skill]:
+    role_skill = agent.role_skill
     out = [Skill(name=role_skill, text=BUILTIN_SKILLS[role_skill])]
-    for ref in agent.get("skills") or []:
-        source, name = ref.get("source"), ref.get("ref")
+    for ref in agent.skills:
+        source, name = ref.source, ref.ref
         if source == "builtin" and name != role_skill and name in BUILTIN_SKILLS:
             out.append(Skill(name=name, text=BUILTIN_SKILLS[name]))
         elif source == "local":
-            text = (agent.get("local_skills") or {}).get(name)
+            text = agent.local_skills.get(name)
             if text:
                 out.append(Skill(name=name, text=text))
-    for name, text in sorted((project.get("project_skills") or {}).items()):
+    for name, text in sorted(realm_plan.project_skills.items()):
         out.append(Skill(name=name, text=text))
     return out
 
@@ -78,8 +78,7 @@ def _budget_note(cap_usd: float | None) -> str | None:
 def build_birth(
     *,
     realm_id: str,
-    project: Mapping[str, Any],
-    run_config: Mapping[str, Any],
+    plan: RealmPlan,
     agent_id: str,
     mxid: str,
     access_token: str,
@@ -93,17 +92,14 @@ def build_birth(
     realmtools_token: str | None,
 ) -> BirthConfig:
     """The birth config of one agent of a provisioned realm."""
-    agents: list[Mapping[str, Any]] = project.get("agents") or []
-    agent = next(a for a in agents if a["id"] == agent_id)
-    resolved = next(a for a in run_config["agents"] if a["id"] == agent_id)
-    spec = project["spec"]
-    is_referee = agent.get("role") == "referee"
-    require_mention = bool(run_config.get("require_mention", True))
-    sees_all = is_referee and bool(run_config.get("referee_sees_all"))
-    shared = SANDBOX_SHARED if run_config["environment"].get("shared_folder") else None
-    resources = sorted(
-        set(project.get("project_resources") or {}) | set(agent.get("resource_files") or {})
-    )
+    agent = plan.agent(agent_id)
+    if agent is None:
+        raise KeyError(f"realm {realm_id}: no agent {agent_id!r}")
+    is_referee = agent.is_referee
+    require_mention = plan.require_mention
+    sees_all = is_referee and plan.referee_sees_all
+    shared = SANDBOX_SHARED if plan.environment.shared_folder else None
+    resources = sorted(set(plan.project_resources) | set(agent.resource_files))
     mcp = []
     if realmtools_token is not None:
         mcp.append(
@@ -122,7 +118,7 @@ def build_birth(
             socket_path=f"{SANDBOX_SOCKETS}/gateway.sock",
             api_key=virtual_key,
             name=model_name,
-            context_length=max(1024, int(resolved.get("context_length") or 128_000)),
+            context_length=max(1024, agent.context_length or 128_000),
         ),
         bus=BusSettings(
             homeserver_url="http://homeserver",
@@ -138,36 +134,36 @@ def build_birth(
             referee_sees_all=sees_all,
         ),
         mcp_servers=mcp,
-        skills=_skills(agent, project),
+        skills=_skills(agent, plan),
         prompt=PromptInputs(
             agent_id=agent_id,
-            display_name=agent.get("name"),
+            display_name=agent.name,
             mxid=mxid,
             role="referee" if is_referee else "participant",
-            persona=agent.get("persona") or "",
-            rubric=agent.get("rubric") if is_referee else None,
+            persona=agent.persona,
+            rubric=agent.rubric if is_referee else None,
             roster=[
                 RosterEntry(
-                    id=a["id"],
-                    name=a.get("name"),
-                    role="referee" if a.get("role") == "referee" else "participant",
-                    description=a.get("description"),
+                    id=a.id,
+                    name=a.name,
+                    role="referee" if a.is_referee else "participant",
+                    description=a.description,
                 )
-                for a in agents
+                for a in plan.agents
             ],
             commons_room="Realm Commons",
             dm_peers=sorted(dm_rooms),
             require_mention=require_mention,
             sees_all=sees_all or not require_mention,
-            realm_goals=list(spec.get("goals") or []),
-            goals=list(agent.get("goals") or []),
-            responsibilities=list(agent.get("responsibilities") or []),
+            realm_goals=list(plan.goals),
+            goals=list(agent.goals),
+            responsibilities=list(agent.responsibilities),
             resources=resources,
             resources_dir=f"{SANDBOX_HOME}/resources",
             shared_folder=shared,
-            guidelines=spec.get("guidelines"),
-            restrictions=spec.get("restrictions"),
-            budget_note=_budget_note(resolved.get("budget_usd")),
+            guidelines=plan.guidelines,
+            restrictions=plan.restrictions,
+            budget_note=_budget_note(agent.budget_usd),
             realmtools=realmtools_token is not None,
         ),
         workspace=SANDBOX_HOME,

@@ -29,6 +29,7 @@ from realms.herald.floor import open_floor
 from realms.herald.posting import announce
 from realms.herald.reconcile import reconcile
 from realms.models import Realm
+from realms.plan import plan_of
 from realms.services import traces
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def finish_conclusion(
     _step(realm_id, "stop sandboxes", lambda: stop_realm_sandboxes(realm_id, "realm concluded"))
     _step(realm_id, "revoke keys", lambda: revoke_realm_keys(realm_id))
     _step(realm_id, "ingest traces", lambda: traces.ingest_all(realm_id, drain=True))
-    globs = list((realm.project.get("spec") or {}).get("outputs") or [])
+    globs = list(plan_of(realm).outputs)
     captured = _step(realm_id, "capture outputs", lambda: capture_outputs(realm_id, globs))
     _step(realm_id, "release sandboxes", lambda: release_realm(realm_id))
     # Messages whose push a homeserver crash lost are read back before the rooms close,
@@ -150,7 +151,7 @@ def interrupt_realm(realm_id: str, detail: str) -> bool:
     _step(realm_id, "ingest traces", lambda: traces.ingest_all(realm_id, drain=True))
     # Releasing deletes the shared folder: what the package declared is kept first.
     realm = Realm.objects.filter(realm_id=realm_id).first()
-    globs = list(((realm.project if realm else {}).get("spec") or {}).get("outputs") or [])
+    globs = list(plan_of(realm).outputs) if realm else []
     captured = _step(realm_id, "capture outputs", lambda: capture_outputs(realm_id, globs))
     with transaction.atomic():
         for entry in captured or []:

@@ -39,6 +39,7 @@ from realms.packages.parameters import (
 )
 from realms.packages.schema.project import Project
 from realms.packages.tools import GRANTABLE_TOOLS, canonical_tool_name
+from realms.plan import referee_of, role_skill
 from realms.services.providers import ProviderChoice, choose_provider
 from realms.warden.models import WardenState
 
@@ -194,7 +195,7 @@ def realmtools_wired(spec: Mapping[str, Any], agents: list[Mapping[str, Any]]) -
     return bool(
         spec.get("mechanics")
         or spec.get("turns")
-        or any(a.get("role") == "referee" for a in agents)
+        or referee_of((a["id"], a.get("role")) for a in agents) is not None
         or any((a.get("private_messaging") or {}).get("enabled") for a in agents)
     )
 
@@ -235,17 +236,17 @@ def build_run_config(
     spec = snapshot["spec"]
     env = spec.get("environment") or {}
     agents: list[Mapping[str, Any]] = snapshot.get("agents") or []
-    referee = next((a["id"] for a in agents if a.get("role") == "referee"), None)
+    referee = referee_of((a["id"], a.get("role")) for a in agents)
     turns = spec.get("turns")
     require_mention = bool(env.get("require_mention", True)) and not free_response
     agent_rows = []
     for a in agents:
         r = resolved[a["id"]]
-        role_skill = "referee-basics" if a.get("role") == "referee" else "agent-basics"
-        skills = [f"builtin:{role_skill}"] + [
+        basics = role_skill(a.get("role"))
+        skills = [f"builtin:{basics}"] + [
             f"{s['source']}:{s['ref']}"
             for s in a.get("skills") or []
-            if not (s["source"] == "builtin" and s["ref"] == role_skill)
+            if not (s["source"] == "builtin" and s["ref"] == basics)
         ]
         powers = a.get("powers") or {}
         agent_rows.append(
@@ -330,7 +331,7 @@ def machine_declaration(snapshot: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     agents = snapshot.get("agents") or []
     roster = [a["id"] for a in agents]
-    referee = next((a["id"] for a in agents if a.get("role") == "referee"), None)
+    referee = referee_of((a["id"], a.get("role")) for a in agents)
     members: dict[str, list[str]] = {}
     for role, spec in (machine.get("roles") or {}).items():
         who = spec.get("members")

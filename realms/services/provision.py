@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from dataclasses import asdict
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from realms.forge.services import (
 from realms.herald.bus import agent_credentials, provision_bus, teardown_bus
 from realms.herald.directory import BusAgent, RealmBus
 from realms.models import Realm, RealmAgent
+from realms.plan import RealmPlan, plan_of
 from realms.realmtools.identity import mint_token
 from realms.services.birth import build_birth
 
@@ -80,14 +82,10 @@ def offline_script(package_path: str, agent_id: str) -> str | None:
     return None
 
 
-def _bus_agents(project: Mapping[str, Any]) -> list[BusAgent]:
+def _bus_agents(realm_plan: RealmPlan) -> list[BusAgent]:
     return [
-        BusAgent(
-            agent_id=a["id"],
-            role=a.get("role", "participant"),
-            private_messaging=a.get("private_messaging") or {},
-        )
-        for a in project.get("agents") or []
+        BusAgent(agent_id=a.id, role=a.role, private_messaging=asdict(a.dm))
+        for a in realm_plan.agents
     ]
 
 
@@ -95,22 +93,22 @@ def _mint_keys(realm: Realm) -> dict[str, tuple[str, str]]:
     """agent id → (model name for the runtime, virtual key secret)."""
     profiles = all_profiles()
     out: dict[str, tuple[str, str]] = {}
-    for agent in realm.run_config["agents"]:
-        agent_id = agent["id"]
-        profile = profiles.get(agent["provider"])
+    for agent in plan_of(realm).agents:
+        agent_id = agent.id
+        profile = profiles.get(agent.provider)
         scripted = profile is not None and profile.transport == "scripted"
         script = offline_script(realm.package_path, agent_id) if scripted else None
-        budget = agent.get("budget_usd")
+        budget = agent.budget_usd
         _key, secret = mint_virtual_key(
             realm_id=realm.realm_id,
             agent_id=agent_id,
-            provider=agent["provider"],
-            model=agent["model"],
+            provider=agent.provider,
+            model=agent.model,
             cap_usd=None if budget is None else Decimal(str(budget)),
-            on_exhausted=agent.get("on_exhausted") or "starve",
+            on_exhausted=agent.on_exhausted,
             script=script,
-            effort=agent.get("effort"),
-            context_length=agent.get("context_length"),
+            effort=agent.effort,
+            context_length=agent.context_length,
         )
         out[agent_id] = (f"{realm.realm_id}--{agent_id}", secret)
     return out
@@ -119,16 +117,13 @@ def _mint_keys(realm: Realm) -> dict[str, tuple[str, str]]:
 def _launch_requests(realm: Realm) -> list[AgentSandboxRequest]:
     """One sandbox per agent, with its resource files and a runtime that waits for its
     birth config: that is only ready once the bus and the keys exist."""
-    project = realm.project
+    realm_plan = plan_of(realm)
     requests = []
-    for agent in project.get("agents") or []:
-        resources = {
-            **(project.get("project_resources") or {}),
-            **(agent.get("resource_files") or {}),
-        }
+    for agent in realm_plan.agents:
+        resources = {**realm_plan.project_resources, **agent.resource_files}
         requests.append(
             AgentSandboxRequest(
-                agent_id=agent["id"],
+                agent_id=agent.id,
                 birth_config=None,
                 resources=resources,
                 argv=runtime_argv(await_birth_s=BIRTH_WAIT_S),
@@ -139,28 +134,25 @@ def _launch_requests(realm: Realm) -> list[AgentSandboxRequest]:
 
 def _births(realm: Realm, bus: RealmBus, keys: Mapping[str, tuple[str, str]]) -> dict[str, str]:
     """agent id → its birth config (JSON text, secrets inside)."""
-    project = realm.project
-    wired = bool(realm.run_config.get("realmtools"))
-    agents = project.get("agents") or []
-    roster = [a["id"] for a in agents if a.get("role") != "referee"]
+    realm_plan = plan_of(realm)
+    roster = list(realm_plan.participants)
     births: dict[str, str] = {}
-    for agent in agents:
-        agent_id = agent["id"]
+    for agent in realm_plan.agents:
+        agent_id = agent.id
         creds = agent_credentials(realm.realm_id, agent_id)
         token = None
-        if wired:
+        if realm_plan.realmtools:
             token = mint_token(
                 realm.realm_id,
                 agent_id,
-                "referee" if agent.get("role") == "referee" else "player",
+                "referee" if agent.is_referee else "player",
                 roster,
-                agent.get("tools") or [],
+                list(agent.tools),
             )
         model_name, secret = keys[agent_id]
         birth = build_birth(
             realm_id=realm.realm_id,
-            project=project,
-            run_config=realm.run_config,
+            plan=realm_plan,
             agent_id=agent_id,
             mxid=creds.mxid,
             access_token=creds.access_token,
@@ -187,11 +179,11 @@ class _EarlySandboxes:
     """
 
     def __init__(self, realm: Realm) -> None:
-        env = realm.project["spec"].get("environment") or {}
+        env = plan_of(realm).environment
         self._realm_id = realm.realm_id
         self._requests = _launch_requests(realm)
-        self._shared = bool((env.get("shared_folder") or {}).get("enabled"))
-        self._egress = str(env.get("network_egress") or "model_only")
+        self._shared = env.shared_folder
+        self._egress = env.network_egress
         self._rows: list[Sandbox] = []
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="realm-sandboxes", daemon=True)
@@ -226,13 +218,12 @@ def provision_realm(realm_id: str) -> Realm | None:
     sandboxes: _EarlySandboxes | None = None
     try:
         sandboxes = _EarlySandboxes(realm)
-        turns = realm.project["spec"].get("turns") is not None
-        env = realm.project["spec"].get("environment") or {}
+        realm_plan = plan_of(realm)
         bus = provision_bus(
             realm_id,
-            _bus_agents(realm.project),
-            turns=turns,
-            allow_side_channels=bool(env.get("allow_side_channels", True)),
+            _bus_agents(realm_plan),
+            turns=realm_plan.turns is not None,
+            allow_side_channels=realm_plan.environment.allow_side_channels,
         )
         keys = _mint_keys(realm)
         births = _births(realm, bus, keys)
@@ -302,7 +293,7 @@ def start_running(realm_id: str) -> Realm | None:
                 "config": realm.run_config,
                 "project": realm.project,
                 "package": realm.package_path,
-                "require_mention": realm.run_config.get("require_mention", True),
+                "require_mention": plan_of(realm).require_mention,
             },
         )
         _set_state(realm, Realm.State.RUNNING, started_at=timezone.now())

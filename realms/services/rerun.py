@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from realms.models import Realm
+from realms.plan import plan_of
 from realms.services.launch import LaunchError, LaunchOptions, launch_realm, launch_snapshot
 
 Mode = Literal["snapshot", "latest"]
@@ -27,12 +28,13 @@ def rerun_realm(
     old = Realm.objects.filter(realm_id=realm_id).first()
     if old is None:
         raise LaunchError([f"realm {realm_id!r}: no such realm"])
-    params = {str(k): str(v) for k, v in (old.run_config.get("parameters") or {}).items()}
+    old_plan = plan_of(old)
+    params = dict(old_plan.parameters)
     options = LaunchOptions(
         realm_id=new_realm_id,
         parameters=params,
         allow_missing_parameters=True,
-        free_response=bool(old.run_config.get("free_response")),
+        free_response=old_plan.free_response,
         provider=provider or old.provider or None,
         allow_provider_fallback=allow_provider_fallback,
     )

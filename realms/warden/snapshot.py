@@ -20,6 +20,7 @@ from chronicle.models import now_ms as _now_ms
 from ledger.services.spend import realm_spend
 from realms.models import Realm, RealmAgent
 from realms.packages.schema.common import parse_duration as package_duration
+from realms.plan import RealmPlan, chronicled_plan, is_referee_role, plan_of, referee_of
 
 SHARED_TEXT_LIMIT = 1_000_000  # bytes: larger files are counted but never read
 SHARED_FILE_LIMIT = 5_000  # files read per tick; a runaway folder must not stall the tick
@@ -53,7 +54,7 @@ class AgentState:
 
     @property
     def is_referee(self) -> bool:
-        return self.role == "referee"
+        return is_referee_role(self.role)
 
     @property
     def exhausted(self) -> bool:
@@ -114,7 +115,7 @@ class LiveSnapshot:
 
     @property
     def referee(self) -> str | None:
-        return next((a.agent_id for a in self.agents.values() if a.is_referee), None)
+        return referee_of((a.agent_id, a.role) for a in self.agents.values())
 
     @property
     def total_spend_usd(self) -> float:
@@ -161,7 +162,8 @@ def build_snapshot(
 
     files, changed = read_shared_folder(shared_dir(realm_id))
     machine_state, terminal = machine_position(realm_id)
-    project = realm.project if realm is not None and isinstance(realm.project, dict) else {}
+    # A realm known only to the Chronicle is planned from its ``running`` event.
+    plan = plan_of(realm) if realm is not None else chronicled_plan(realm_id)
     return LiveSnapshot(
         realm_id=realm_id,
         now_ms=now,
@@ -171,12 +173,12 @@ def build_snapshot(
         shared_files=files,
         shared_changed_ms=changed,
         verdict=selectors.verdict(realm_id),
-        agents=agent_states(realm_id, realm, project),
+        agents=agent_states(realm_id, realm, plan),
         stop_requested=stop_requested(realm_id, realm),
         machine_state=machine_state,
         machine_terminal=terminal,
         last_spend_ms=selectors.last_spend_ms(realm_id),
-        referee_drives=_referee_drives(realm_id, project),
+        referee_drives=plan.referee_opens,
     )
 
 
@@ -230,9 +232,7 @@ def read_shared_folder(root: Path) -> tuple[dict[str, str | None], int | None]:
     return files, latest // 1_000_000
 
 
-def agent_states(
-    realm_id: str, realm: Realm | None, project: Mapping[str, Any]
-) -> dict[str, AgentState]:
+def agent_states(realm_id: str, realm: Realm | None, plan: RealmPlan) -> dict[str, AgentState]:
     """Roster order; caps from the ledger when it reports them, else from the realm's rows."""
     rows: list[dict[str, Any]] = []
     if realm is not None:
@@ -252,10 +252,12 @@ def agent_states(
                 }
             )
     if not rows:
-        config_agents = selectors.run_config(realm_id).get("agents") or []
-        rows = [dict(a) for a in config_agents if isinstance(a, dict) and "id" in a]
+        rows = [
+            {"id": a.id, "role": a.role, "budget_usd": a.budget_usd, "on_exhausted": a.on_exhausted}
+            for a in chronicled_plan(realm_id).agents
+        ]
 
-    graces = _grace_periods(project)
+    graces = {a.id: a.grace_s for a in plan.agents if a.grace_s is not None}
     ledger = _ledger_spend(realm_id)
     # The gateway's counters are live and cheap; summing spend events is the fallback
     # for realms whose keys are gone or were never minted here.
@@ -317,34 +319,3 @@ def _ledger_spend(realm_id: str) -> dict[str, dict[str, Any]]:
         agent: {"usd": usage.usd, "cap_usd": usage.cap_usd, "exhausted": usage.exhausted}
         for agent, usage in realm_spend(realm_id).items()
     }
-
-
-def _referee_drives(realm_id: str, project: Mapping[str, Any]) -> bool:
-    spec = _spec(project)
-    if "referee_opens" in spec:
-        return bool(spec["referee_opens"])
-    return bool(selectors.run_config(realm_id).get("referee_opens"))
-
-
-def _spec(project: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = project.get("spec")
-    return spec if isinstance(spec, Mapping) else project
-
-
-def _grace_periods(project: Mapping[str, Any]) -> dict[str, float]:
-    graces: dict[str, float] = {}
-    agents = project.get("agents") or []
-    if isinstance(agents, Mapping):
-        agents = [{"id": k, **v} for k, v in agents.items() if isinstance(v, Mapping)]
-    for agent in agents:
-        if not isinstance(agent, Mapping):
-            continue
-        budget = agent.get("budget")
-        grace = budget.get("grace_period") if isinstance(budget, Mapping) else None
-        if grace is None or not isinstance(agent.get("id"), str):
-            continue
-        try:
-            graces[agent["id"]] = parse_duration(grace)
-        except ValueError:
-            continue
-    return graces

@@ -17,6 +17,7 @@ from django.db import transaction
 
 from realms.models import Realm
 from realms.packages.schema.project import TERMINATION_TYPES
+from realms.plan import RealmPlan
 from realms.warden.snapshot import LiveSnapshot, parse_duration, stop_flag_path
 
 TYPES = TERMINATION_TYPES
@@ -258,25 +259,9 @@ _CHECKS = {
 }
 
 
-def realm_conditions(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> list[Condition]:
-    """The realm's declared conditions: the project's ``spec.termination``, else run_config's."""
-    spec = project.get("spec") if isinstance(project.get("spec"), Mapping) else {}
-    raw = spec.get("termination") if isinstance(spec, Mapping) else None
-    if raw is None:
-        raw = run_config.get("termination") or []
-    return parse_conditions(raw)
-
-
-def verdict_ends_realm(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> bool:
-    """Whether any agent (the referee) holds the realm-ending verdict power."""
-    for agent in run_config.get("agents") or []:
-        if isinstance(agent, Mapping) and agent.get("verdict_ends_realm"):
-            return True
-    for agent in project.get("agents") or []:
-        powers = agent.get("powers") if isinstance(agent, Mapping) else None
-        if isinstance(powers, Mapping) and powers.get("verdict_ends_realm"):
-            return True
-    return False
+def realm_conditions(plan: RealmPlan) -> list[Condition]:
+    """The realm's declared conditions, checkable (the plan says which dict declares them)."""
+    return parse_conditions(plan.termination)
 
 
 @transaction.atomic

@@ -34,6 +34,7 @@ from realms.herald.matrix import MatrixError, matrix_client
 from realms.herald.models import BusRoom
 from realms.herald.reconcile import reconcile
 from realms.models import Realm, RealmAgent
+from realms.plan import eliminated, plan_of
 from realms.realmtools.machine.service import due_idle_nudges
 from realms.services import traces
 from realms.services.conclude import conclude_realm
@@ -71,20 +72,19 @@ class TickResult:
 
 
 def turn_config(realm: Realm) -> TurnConfig | None:
-    turns = realm.run_config.get("turns")
-    if not turns:
+    plan = plan_of(realm)
+    turns = plan.turns
+    if turns is None:
         return None
-    agents = realm.run_config.get("agents") or []
-    referee = realm.run_config.get("referee")
     return TurnConfig(
-        participants=[a["id"] for a in agents if a.get("role") != "referee"],
-        referee=referee,
-        driving=bool(realm.run_config.get("referee_opens")) and referee is not None,
-        referee_cue=turns.get("referee_cue", "round"),
-        min_rounds=int(turns.get("min_rounds_before_verdict") or 0),
-        silence_timeout_s=float(turns.get("silence_timeout_s") or 90.0),
-        retire_after_misses=int(turns.get("retire_after_misses") or 0),
-        referee_rules=any(a.get("verdict_ends_realm") for a in agents),
+        participants=list(plan.participants),
+        referee=plan.referee,
+        driving=plan.referee_drives,
+        referee_cue=turns.referee_cue,
+        min_rounds=turns.min_rounds_before_verdict,
+        silence_timeout_s=turns.silence_timeout_s,
+        retire_after_misses=turns.retire_after_misses,
+        referee_rules=plan.verdict_ends_realm,
     )
 
 
@@ -98,7 +98,7 @@ def _turn_manager(realm: Realm, state: WardenState) -> TurnManager | None:
 def apply_turn_actions(realm: Realm, actions: Sequence[Action]) -> list[dict[str, Any]]:
     """Carry out floor moves and posts now; return the TURN payloads to chronicle."""
     realm_id = realm.realm_id
-    referee = realm.run_config.get("referee")
+    referee = plan_of(realm).referee
     events: list[dict[str, Any]] = []
     for action in actions:
         if isinstance(action, TurnEvent):
@@ -114,14 +114,15 @@ def apply_turn_actions(realm: Realm, actions: Sequence[Action]) -> list[dict[str
 
 
 def _kickoff(realm: Realm, tm: TurnManager | None, now_s: float) -> list[dict[str, Any]]:
-    text = kickoff_text(realm.project, realm.run_config)
-    mentions = kickoff_mentions(realm.run_config)
+    plan = plan_of(realm)
+    text = kickoff_text(plan)
+    mentions = kickoff_mentions(plan)
     actions: list[Action] = tm.start(now_s) if tm else []
     # A driving referee's opener cue is folded into the kickoff: one post, one wake.
     if actions and isinstance(actions[0], Grant) and actions[0].agent is None:
         cue = actions.pop(0)
         assert isinstance(cue, Grant)
-        floor.grant_floor(realm.realm_id, None, realm.run_config.get("referee"))
+        floor.grant_floor(realm.realm_id, None, plan.referee)
         text = f"{text}\n\n{cue.text}"
         mentions = list(cue.mentions)
     posting.announce(realm.realm_id, text, mentions)
@@ -157,17 +158,6 @@ class Stream:
         self.cursors[f"{self.name}_seen"] = sorted(i for i in ids if i > top - self.LOOKBACK)
 
 
-def _eliminated(realm_id: str) -> set[str]:
-    out: set[str] = set()
-    for payload in Event.objects.filter(realm_id=realm_id, kind=Kind.ELIMINATION).values_list(
-        "payload", flat=True
-    ):
-        agent = payload.get("agent") if isinstance(payload, dict) else None
-        if isinstance(agent, str) and agent:
-            out.add(agent)
-    return out
-
-
 def _stop_eliminated(realm_id: str, agent: str, stopped: list[str]) -> dict[str, Any] | None:
     """Stop an eliminated agent's sandbox exactly once; the SYSTEM payload to chronicle."""
     if agent in stopped:
@@ -185,13 +175,6 @@ def _dm_rooms(realm_id: str) -> dict[str, str]:
     bus = get_bus(realm_id)
     return {
         room.label: room.room_id for room in bus.rooms.filter(kind=BusRoom.Kind.DM) if room.label
-    }
-
-
-def _quotas(realm: Realm) -> dict[str, int]:
-    return {
-        a["id"]: int((a.get("private_messaging") or {}).get("max_per_round") or 0)
-        for a in realm.run_config.get("agents") or []
     }
 
 
@@ -317,8 +300,8 @@ def run_tick(realm_id: str) -> TickResult:
                 for e in privates
             ],
             rooms=_dm_rooms(realm_id),
-            eliminated=_eliminated(realm_id),
-            quotas=_quotas(realm),
+            eliminated=set(eliminated(realm_id)),
+            quotas=plan_of(realm).dm_quotas(),
             round_number=tm.state.round if tm is not None else None,
             ledger=ledger,
         )
@@ -386,8 +369,8 @@ def _conclusion(
 ) -> termination.Conclusion | None:
     return termination.evaluate(
         snapshot or build_snapshot(realm.realm_id),
-        termination.realm_conditions(realm.project, realm.run_config),
-        verdict_ends_realm=termination.verdict_ends_realm(realm.project, realm.run_config),
+        termination.realm_conditions(plan_of(realm)),
+        verdict_ends_realm=plan_of(realm).verdict_ends_realm,
     )
 
 
@@ -422,7 +405,7 @@ def _police(realm: Realm, result: TickResult, ending: termination.Conclusion | N
     nudges.nudge_if_stalled(
         snapshot,
         post=lambda text, mentions: posting.announce(realm_id, text, mentions),
-        enabled=bool(realm.run_config.get("stall_nudge", True)),
+        enabled=plan_of(realm).stall_nudge,
     )
     conclusion = _conclusion(realm, snapshot)
     if conclusion is not None:

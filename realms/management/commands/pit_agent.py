@@ -27,6 +27,7 @@ from ledger.services.profiles import (
     seed_profiles,
 )
 from realms.packages import Project, load_package
+from realms.plan import RealmPlan
 from realms.services.birth import build_birth
 from runtime.birth import BirthConfig
 from runtime.standalone import run_in_terminal
@@ -60,13 +61,17 @@ def _standalone_birth(
     assert agent is not None
     born = build_birth(
         realm_id=realm_id,
-        project=data,
-        run_config={
-            "agents": [{"id": agent_id, "context_length": context_length, "budget_usd": cap_usd}],
-            "require_mention": False,
-            "referee_sees_all": agent.is_referee,
-            "environment": {"shared_folder": False},
-        },
+        plan=RealmPlan.parse(
+            data,
+            {
+                "agents": [
+                    {"id": agent_id, "context_length": context_length, "budget_usd": cap_usd}
+                ],
+                "require_mention": False,
+                "referee_sees_all": agent.is_referee,
+                "environment": {"shared_folder": False},
+            },
+        ),
         agent_id=agent_id,
         mxid=f"@{agent_id}:standalone",
         access_token="standalone",  # noqa: S106 - no bus in standalone mode; never used

@@ -20,9 +20,10 @@ from chronicle.kinds import Kind
 from chronicle.models import Event, now_ms
 from chronicle.services import record_event
 from realms.packages.schema.machine import MachineDef
+from realms.plan import eliminated
 from realms.realmtools.context import Caller, realm_lock
 from realms.realmtools.errors import Refusal
-from realms.realmtools.facts import RealmFacts, eliminated
+from realms.realmtools.facts import RealmFacts
 from realms.realmtools.machine.engine import Machine, MachineState, Rejected
 from realms.realmtools.mechanics import escrow
 

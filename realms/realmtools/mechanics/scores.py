@@ -13,9 +13,9 @@ from typing import Any
 from chronicle.kinds import Kind
 from chronicle.models import Event
 from chronicle.services import record_event
+from realms.plan import eliminated
 from realms.realmtools.context import Caller, realm_lock
 from realms.realmtools.errors import Refusal
-from realms.realmtools.facts import eliminated
 from realms.realmtools.mechanics.turns import latest_round
 
 NOBODY = frozenset({"none", "nobody", "no one", "no-one", "n/a", "tie", "-", ""})
@@ -153,8 +153,8 @@ def final_verdict(realm_id: str) -> dict[str, Any] | None:
 def rule(caller: Caller, outcome: str, reasons: str | list[str]) -> dict[str, Any]:
     if not outcome.strip():
         raise Refusal("outcome is empty; state who won or how the realm ended")
-    turns = caller.facts.turns or {}
-    min_rounds = int(turns.get("min_rounds_before_verdict") or 0)
+    turns = caller.facts.turns
+    min_rounds = turns.min_rounds_before_verdict if turns is not None else 0
     with realm_lock(caller.realm_id):
         existing = final_verdict(caller.realm_id)
         if existing is not None:

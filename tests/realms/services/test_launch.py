@@ -13,6 +13,7 @@ from django.test import override_settings
 from chronicle.models import Event
 from ledger.services.profiles import seed_profiles, set_active_profile
 from realms.models import Realm, RealmAgent
+from realms.plan import plan_of
 from realms.services.birth import build_birth
 from realms.services.launch import LaunchError, LaunchOptions, launch_realm, realm_slug
 from realms.services.providers import choose_provider
@@ -178,8 +179,7 @@ def _referee_gate(realm: Realm) -> Gate:
     users = {a["id"]: f"@bp_{realm.realm_id}={a['id']}:pit" for a in realm.project["agents"]}
     birth = build_birth(
         realm_id=realm.realm_id,
-        project=realm.project,
-        run_config=realm.run_config,
+        plan=plan_of(realm),
         agent_id="keeper",
         mxid=users["keeper"],
         access_token="token",

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from chronicle.kinds import Kind
+from realms.plan import RealmPlan
 from realms.warden import termination
 from realms.warden.snapshot import (
     AgentState,
@@ -304,13 +305,13 @@ def test_realm_conditions_and_verdict_power_come_from_the_snapshot():
         "spec": {"termination": [{"type": "stall", "limit": "20m"}]},
         "agents": [{"id": "ref", "role": "referee", "powers": {"verdict_ends_realm": True}}],
     }
-    conds = termination.realm_conditions(project, {})
+    plan = RealmPlan.parse(project, {})
+    conds = termination.realm_conditions(plan)
     assert [(c.type, c.limit_s) for c in conds] == [("stall", 1200.0)]
-    assert termination.verdict_ends_realm(project, {}) is True
-    assert termination.verdict_ends_realm({}, {"agents": [{"id": "ref"}]}) is False
-    assert termination.realm_conditions({}, {"termination": [{"type": "referee_verdict"}]})[
-        0
-    ].type == ("referee_verdict")
+    assert plan.verdict_ends_realm is True
+    assert RealmPlan.parse({}, {"agents": [{"id": "ref"}]}).verdict_ends_realm is False
+    bare = RealmPlan.parse({}, {"termination": [{"type": "referee_verdict"}]})
+    assert termination.realm_conditions(bare)[0].type == "referee_verdict"
 
 
 def test_evaluate_takes_declared_dicts_as_they_are():

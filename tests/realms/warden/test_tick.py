@@ -204,6 +204,21 @@ def test_private_messages_are_delivered_with_quotas_and_the_dead_cut_off(
     assert not Message.objects.filter(realm_id=realm_id, body__contains="still there?").exists()
 
 
+def test_a_private_message_to_an_agent_stopped_for_good_is_not_delivered(
+    homeserver, platform_server, realm_id, tmp_path
+) -> None:
+    # Who is out is one rule for the Warden and realmtools: a budget kill counts too.
+    running_realm(package(tmp_path, dms=True), realm_id)
+    tick_realm(realm_id)
+    RealmAgent.objects.filter(realm__realm_id=realm_id, agent_id="pong").update(
+        state=RealmAgent.State.KILLED
+    )
+    record_event(realm_id, Kind.PRIVATE, {"from": "ping", "to": "pong", "text": "anyone?"})
+    tick_realm(realm_id)
+    wait_for(said(realm_id, "🚫 pong is out"), "the out notice")
+    assert not Message.objects.filter(realm_id=realm_id, body__contains="anyone?").exists()
+
+
 def test_two_workers_never_hold_one_realms_tick(realm_id: str, tmp_path: Path) -> None:
     realm = launch_realm(package(tmp_path), LaunchOptions(realm_id=realm_id))
     Realm.objects.filter(pk=realm.pk).update(state=Realm.State.RUNNING)
