@@ -77,7 +77,7 @@ def handle_for(row: Sandbox) -> SandboxHandle:
 
 
 def _check_requests(realm_id: str, requests: Sequence[AgentSandboxRequest]) -> None:
-    layout.check_id("realm id", realm_id)
+    layout.check_realm_id(realm_id)
     if not requests:
         raise ForgeError(f"realm {realm_id}: no agents to start")
     seen: set[str] = set()
