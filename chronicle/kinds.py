@@ -41,6 +41,7 @@ class Lifecycle(StrEnum):
     TEARDOWN_ERROR = "teardown_error"
     BUDGET_EXHAUSTED = "budget_exhausted"
     AGENT_KILLED = "agent_killed"
+    KEY_MINTED = "key_minted"
 
 
 TERMINAL_LIFECYCLE = frozenset({Lifecycle.ARCHIVED, Lifecycle.FAILED, Lifecycle.INTERRUPTED})
