@@ -272,13 +272,6 @@ def message_count(realm_id: str, *, agents_only: bool = False) -> int:
     return qs.count()
 
 
-def message_counts_by_agent(realm_id: str) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for agent in messages(realm_id).exclude(sender_agent="").values_list("sender_agent", flat=True):
-        counts[agent] = counts.get(agent, 0) + 1
-    return dict(sorted(counts.items()))
-
-
 def event_count(realm_id: str) -> int:
     return Event.objects.filter(realm_id=realm_id).count()
 
@@ -315,10 +308,6 @@ def channel_labels(realm_id: str) -> dict[str, str]:
     if isinstance(commons, str) and commons:
         labels[commons] = COMMONS_LABEL
     return labels
-
-
-def is_commons(channel: str, labels: dict[str, str]) -> bool:
-    return channel == COMMONS_LABEL or labels.get(channel) == COMMONS_LABEL
 
 
 def stopped_agents(realm_id: str) -> set[str]:

@@ -100,10 +100,6 @@ class LiveSnapshot:
         return max(0, self.now_ms - max(self.started_ms, self.last_activity_ms)) / 1000.0
 
     @property
-    def commons_messages(self) -> tuple[SeenMessage, ...]:
-        return tuple(m for m in self.messages if m.in_commons)
-
-    @property
     def participants(self) -> tuple[str, ...]:
         return tuple(a.agent_id for a in self.agents.values() if not a.is_referee)
 
