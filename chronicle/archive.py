@@ -3,7 +3,9 @@
 ``archive_realm`` writes ``transcript.txt``, ``report.md``, ``events.jsonl``,
 ``messages.jsonl``, copies of the realm's ``outputs/`` and ``logs/``, and
 ``manifest.json``: what was run (package and a digest of its files), with which
-models, prices, parameters and software versions.
+models, prices, parameters and software versions. Concluding a realm writes it; what it
+says comes from the Chronicle (the prices from each key's ``key_minted`` event), so it
+can be written again after the ledger's rows are gone.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def archive_realm(realm_id: str, out_dir: Path | None = None) -> Path:
     ``<out_dir>/<realm>/``. Running it again rewrites the archive from the Chronicle.
     """
     try:
-        home = layout.realm_dir(realm_id)
+        layout.check_realm_id(realm_id)
     except layout.LayoutError as exc:
         raise UnknownRealmError(f"not a valid realm id: {exc}") from None
     if not selectors.realm_known(realm_id):
@@ -61,8 +63,8 @@ def archive_realm(realm_id: str, out_dir: Path | None = None) -> Path:
     (dest / "report.md").write_text(report.render_report(realm_id), encoding="utf-8")
     _write_jsonl(dest / "events.jsonl", _event_rows(realm_id))
     _write_jsonl(dest / "messages.jsonl", _message_rows(realm_id))
-    for name in ("outputs", "logs"):
-        _copy_tree(home / name, dest / name)
+    _copy_tree(layout.outputs_dir(realm_id), dest / "outputs")
+    _copy_tree(layout.logs_dir(realm_id), dest / "logs")
 
     manifest = build_manifest(realm_id)
     manifest["files"] = _file_digests(dest)
