@@ -4,7 +4,7 @@
 ``messages.jsonl``, copies of the realm's ``outputs/`` and ``logs/``, and
 ``manifest.json``: what was run (package and a digest of its files), with which
 models, prices, parameters and software versions. Concluding a realm writes it; what it
-says comes from the Chronicle (the prices from each key's ``key_minted`` event), so it
+says comes from the Chronicle (the prices from the KEY event minting each key chronicled), so it
 can be written again after the ledger's rows are gone.
 """
 

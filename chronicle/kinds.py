@@ -29,6 +29,8 @@ class Kind(StrEnum):
     MACHINE = "machine"
     GAME = "game"
     TRACE = "trace"
+    KEY = "key"
+    """A virtual key was minted: its agent, provider, model, transport and prices."""
 
 
 class Lifecycle(StrEnum):
@@ -41,7 +43,6 @@ class Lifecycle(StrEnum):
     TEARDOWN_ERROR = "teardown_error"
     BUDGET_EXHAUSTED = "budget_exhausted"
     AGENT_KILLED = "agent_killed"
-    KEY_MINTED = "key_minted"
 
 
 TERMINAL_LIFECYCLE = frozenset({Lifecycle.ARCHIVED, Lifecycle.FAILED, Lifecycle.INTERRUPTED})

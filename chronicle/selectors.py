@@ -163,10 +163,9 @@ def _round_at(realm_id: str, event: Event) -> int | None:
 
 
 def minted_keys(realm_id: str) -> dict[str, dict[str, Any]]:
-    """Agent id → its latest ``key_minted`` payload: provider, model, transport, prices."""
+    """Agent id → its latest KEY payload: provider, model, transport, prices."""
     keys: dict[str, dict[str, Any]] = {}
-    for event in lifecycle_events(realm_id, Lifecycle.KEY_MINTED):
-        p = _as_dict(event.payload)
+    for p in payloads(realm_id, Kind.KEY):
         if isinstance(p.get("agent"), str):
             keys[p["agent"]] = p
     return keys

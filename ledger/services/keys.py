@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from chronicle.kinds import Kind, Lifecycle
+from chronicle.kinds import Kind
 from chronicle.services import record_event
 from ledger.models import Credential, VirtualKey
 from ledger.pricing import cap_nusd, table_prices
@@ -199,9 +199,8 @@ def mint_virtual_key(
     # the ledger's rows.
     record_event(
         realm_id,
-        Kind.LIFECYCLE,
+        Kind.KEY,
         {
-            "event": Lifecycle.KEY_MINTED,
             "agent": agent_id,
             "provider": provider,
             "model": model,

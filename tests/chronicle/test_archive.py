@@ -83,7 +83,7 @@ def test_the_archive_holds_everything_needed_to_read_and_rerun_the_realm():
     assert "**Outcome:** ping relayed" in (folder / "report.md").read_text()
 
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
-    assert [e["kind"] for e in events] == ["lifecycle", "spend", "verdict", "lifecycle"]
+    assert [e["kind"] for e in events] == ["lifecycle", "spend", "verdict", "key"]
     assert events[2]["payload"] == {"outcome": "ping relayed", "final": True}
     messages = [json.loads(line) for line in (folder / "messages.jsonl").read_text().splitlines()]
     assert messages[0]["body"] == "go" and messages[0]["sender_agent"] == "ping"

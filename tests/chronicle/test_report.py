@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from chronicle.kinds import Kind, Lifecycle
+from chronicle.kinds import Kind
 from chronicle.report import render_report
 from tests.chronicle.realmkit import event, make_realm, running, say
 
@@ -164,9 +164,8 @@ def _key(agent: str, transport: str, provider: str) -> None:
     """What minting the agent's key chronicles (the ledger's row is not read)."""
     event(
         REALM,
-        Kind.LIFECYCLE,
+        Kind.KEY,
         {
-            "event": Lifecycle.KEY_MINTED,
             "agent": agent,
             "provider": provider,
             "model": "m",
