@@ -19,7 +19,7 @@ from chronicle.kinds import Kind, Lifecycle
 from chronicle.services import record_event
 from ledger.services.keys import revoke_realm_keys
 from realms.forge.outputs import capture_outputs
-from realms.forge.services import release_realm, stop_realm_sandboxes
+from realms.forge.services import release_realm, released_marker, stop_realm_sandboxes
 from realms.herald.bus import teardown_bus
 from realms.herald.reconcile import reconcile
 from realms.models import Realm
@@ -63,6 +63,10 @@ def _declared_outputs(realm_id: str) -> list[str]:
 
 
 def _capture(realm_id: str) -> None:
+    if released_marker(realm_id).exists():
+        # A teardown run again after a crash: the shared folder is gone and what it held
+        # was captured (and chronicled) the first time.
+        return
     entries = capture_outputs(realm_id, _declared_outputs(realm_id))
     with transaction.atomic():
         for entry in entries:

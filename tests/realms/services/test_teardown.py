@@ -16,7 +16,7 @@ from ledger.services.profiles import seed_profiles
 from realms.forge import layout
 from realms.herald.models import BusRealm, BusRoom
 from realms.models import Realm
-from realms.services.conclude import conclude_realm, interrupt_realm
+from realms.services.conclude import conclude_realm, finish_conclusion, interrupt_realm
 from realms.services.launch import LaunchOptions, launch_realm
 from realms.services.provision import fail_realm
 from tests.conftest import REPO
@@ -121,6 +121,15 @@ def test_declared_outputs_are_kept_before_the_shared_folder_goes(caller):
     assert [o["path"] for o in outputs] == ["report.md"]
     assert not layout.shared_dir(realm_id).exists()
     assert (layout.archive_dir(realm_id).exists()) == (after == Realm.State.ARCHIVED)
+
+
+def test_a_teardown_run_again_after_a_crash_keeps_the_first_capture():
+    realm_id = "twice-over"
+    conclude(live_realm(realm_id, Realm.State.RUNNING))
+    finish_conclusion(realm_id, announce_end=False)
+    outputs = [e.payload for e in Event.objects.filter(realm_id=realm_id, kind=Kind.OUTPUT)]
+    assert [(o["path"], o.get("missing", False)) for o in outputs] == [("report.md", False)]
+    assert (layout.archive_dir(realm_id) / "outputs" / "report.md").read_text() == "the findings"
 
 
 def test_a_concluded_realm_has_its_archive_folder():
