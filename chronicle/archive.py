@@ -3,7 +3,9 @@
 ``archive_realm`` writes ``transcript.txt``, ``report.md``, ``events.jsonl``,
 ``messages.jsonl``, copies of the realm's ``outputs/`` and ``logs/``, and
 ``manifest.json``: what was run (package and a digest of its files), with which
-models, prices, parameters and software versions.
+models, prices, parameters and software versions. Concluding a realm writes it; what it
+says comes from the Chronicle (the prices from the KEY event minting each key chronicled), so it
+can be written again after the ledger's rows are gone.
 """
 
 from __future__ import annotations
@@ -12,20 +14,16 @@ import hashlib
 import importlib.metadata
 import json
 import platform
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
 from chronicle import report, selectors, transcript
 from chronicle.models import now_ms
-from ledger.models import VirtualKey
+from realms.forge import layout
 from realms.models import Realm
 
 MANIFEST_VERSION = 1
-_REALM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 _SOFTWARE = ("bearpit", "django", "matrix-synapse", "litellm", "mcp")
 # Fields of a run_config agent that say which model ran and what it cost.
 _AGENT_FIELDS = (
@@ -46,31 +44,27 @@ class UnknownRealmError(LookupError):
     """The realm has neither a row nor a chronicled event."""
 
 
-def realm_dir(realm_id: str) -> Path:
-    """``BEARPIT_HOME/realms/<realm_id>``, refusing ids that could leave that folder."""
-    if not _REALM_ID.match(realm_id) or ".." in realm_id:
-        raise UnknownRealmError(f"realm id {realm_id!r}: not a valid realm id")
-    return Path(settings.BEARPIT_HOME) / "realms" / realm_id
-
-
 def archive_realm(realm_id: str, out_dir: Path | None = None) -> Path:
     """Write the realm's archive and return its folder.
 
     The folder is ``BEARPIT_HOME/realms/<realm>/archive/`` by default, or
     ``<out_dir>/<realm>/``. Running it again rewrites the archive from the Chronicle.
     """
-    home = realm_dir(realm_id)
+    try:
+        layout.check_realm_id(realm_id)
+    except layout.LayoutError as exc:
+        raise UnknownRealmError(f"not a valid realm id: {exc}") from None
     if not selectors.realm_known(realm_id):
         raise UnknownRealmError(f"realm {realm_id!r}: no such realm")
-    dest = home / "archive" if out_dir is None else Path(out_dir) / realm_id
+    dest = layout.archive_dir(realm_id) if out_dir is None else Path(out_dir) / realm_id
     dest.mkdir(parents=True, exist_ok=True)
 
     (dest / "transcript.txt").write_text(transcript.render_transcript(realm_id), encoding="utf-8")
     (dest / "report.md").write_text(report.render_report(realm_id), encoding="utf-8")
     _write_jsonl(dest / "events.jsonl", _event_rows(realm_id))
     _write_jsonl(dest / "messages.jsonl", _message_rows(realm_id))
-    for name in ("outputs", "logs"):
-        _copy_tree(home / name, dest / name)
+    _copy_tree(layout.outputs_dir(realm_id), dest / "outputs")
+    _copy_tree(layout.logs_dir(realm_id), dest / "logs")
 
     manifest = build_manifest(realm_id)
     manifest["files"] = _file_digests(dest)
@@ -96,7 +90,7 @@ def build_manifest(realm_id: str) -> dict[str, Any]:
         "package": _package_manifest(row, config),
         "provider": config.get("provider") or (row.provider if row else None),
         "parameters": parameters,
-        "agents": _agent_manifest(config, _ledger_prices(realm_id)),
+        "agents": _agent_manifest(config, _minted_prices(realm_id)),
         "software": software_versions(),
     }
 
@@ -167,18 +161,14 @@ def _agent_manifest(
     return agents
 
 
-def _ledger_prices(realm_id: str) -> dict[str, dict[str, Any]]:
-    """The model and per-token prices on each agent's latest virtual key (never the key)."""
-    prices: dict[str, dict[str, Any]] = {}
-    keys = VirtualKey.objects.filter(realm_id=realm_id).order_by("agent_id", "id")
-    for key in keys.only("agent_id", "provider", "model", "input_price", "output_price"):
-        prices[key.agent_id] = {
-            "provider": key.provider,
-            "model": key.model,
-            "input_cost_per_token": None if key.input_price is None else float(key.input_price),
-            "output_cost_per_token": None if key.output_price is None else float(key.output_price),
-        }
-    return prices
+def _minted_prices(realm_id: str) -> dict[str, dict[str, Any]]:
+    """The model and per-token prices of each agent's latest key, as chronicled when it
+    was minted (never the key itself)."""
+    fields = ("provider", "model", "input_cost_per_token", "output_cost_per_token")
+    return {
+        agent_id: {k: key.get(k) for k in fields}
+        for agent_id, key in selectors.minted_keys(realm_id).items()
+    }
 
 
 def _event_rows(realm_id: str) -> list[dict[str, Any]]:

@@ -29,6 +29,8 @@ class Kind(StrEnum):
     MACHINE = "machine"
     GAME = "game"
     TRACE = "trace"
+    KEY = "key"
+    """A virtual key was minted: its agent, provider, model, transport and prices."""
 
 
 class Lifecycle(StrEnum):

@@ -13,7 +13,7 @@ from django.db.models import Max, QuerySet
 
 from chronicle.kinds import Kind, Lifecycle
 from chronicle.models import Event, Message
-from ledger.models import ProviderProfile, VirtualKey
+from ledger.models import ProviderProfile
 from realms.models import Realm
 
 # Lifecycle values that describe the realm as a whole; the others (budget_exhausted,
@@ -172,21 +172,30 @@ def _round_at(realm_id: str, event: Event) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def minted_keys(realm_id: str) -> dict[str, dict[str, Any]]:
+    """Agent id → its latest KEY payload: provider, model, transport, prices."""
+    keys: dict[str, dict[str, Any]] = {}
+    for p in payloads(realm_id, Kind.KEY):
+        if isinstance(p.get("agent"), str):
+            keys[p["agent"]] = p
+    return keys
+
+
 def nominal_agents(realm_id: str) -> dict[str, str]:
     """Agents whose model calls were priced nominally, with the provider they ran on.
 
     The scripted provider charges small made-up prices so that metering and caps are
-    exercised; its spend is not money. The agents' keys say which transport served them;
-    a realm whose keys are gone falls back to the provider its ``running`` event names.
+    exercised; its spend is not money. The agents' minted keys say which transport served
+    them; a realm chronicled without them falls back to the provider its ``running``
+    event names.
     """
-    keys = VirtualKey.objects.filter(realm_id=realm_id).order_by("agent_id", "id")
-    transports: dict[str, set[str]] = {}
-    providers: dict[str, str] = {}
-    for agent, transport, provider in keys.values_list("agent_id", "transport", "provider"):
-        transports.setdefault(agent, set()).add(transport)
-        providers.setdefault(agent, provider)
-    if transports:
-        return {agent: providers[agent] for agent, used in transports.items() if used == {SCRIPTED}}
+    keys = minted_keys(realm_id)
+    if keys:
+        return {
+            agent: str(key.get("provider") or "")
+            for agent, key in sorted(keys.items())
+            if key.get("transport") == SCRIPTED
+        }
     if run_config(realm_id).get("provider") == OFFLINE_PROVIDER:
         return dict.fromkeys(spend_by_agent(realm_id), OFFLINE_PROVIDER)
     return {}
@@ -272,13 +281,6 @@ def message_count(realm_id: str, *, agents_only: bool = False) -> int:
     return qs.count()
 
 
-def message_counts_by_agent(realm_id: str) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for agent in messages(realm_id).exclude(sender_agent="").values_list("sender_agent", flat=True):
-        counts[agent] = counts.get(agent, 0) + 1
-    return dict(sorted(counts.items()))
-
-
 def event_count(realm_id: str) -> int:
     return Event.objects.filter(realm_id=realm_id).count()
 
@@ -315,10 +317,6 @@ def channel_labels(realm_id: str) -> dict[str, str]:
     if isinstance(commons, str) and commons:
         labels[commons] = COMMONS_LABEL
     return labels
-
-
-def is_commons(channel: str, labels: dict[str, str]) -> bool:
-    return channel == COMMONS_LABEL or labels.get(channel) == COMMONS_LABEL
 
 
 def stopped_agents(realm_id: str) -> set[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -169,7 +168,3 @@ class MatrixBus:
                 floor_call=self._calls_me(room_id, sender, body, content),
             )
         )
-
-
-def dump_filter() -> str:
-    return json.dumps(_FILTER)

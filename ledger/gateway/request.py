@@ -45,11 +45,6 @@ class Shape:
     stream: bool
     include_usage: bool
 
-    @property
-    def output_tokens(self) -> int:
-        """The most output tokens the call can be billed for."""
-        return self.n * self.max_tokens
-
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)

@@ -10,6 +10,8 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from chronicle.kinds import Kind
+from chronicle.services import record_event
 from ledger.models import Credential, VirtualKey
 from ledger.pricing import cap_nusd, table_prices
 from ledger.scripted import parse_script
@@ -192,6 +194,20 @@ def mint_virtual_key(
         base_nusd=base,
         on_exhausted=on_exhausted,
         script=script_text,
+    )
+    # The archive and the report read what a key cost from the Chronicle, which outlives
+    # the ledger's rows.
+    record_event(
+        realm_id,
+        Kind.KEY,
+        {
+            "agent": agent_id,
+            "provider": provider,
+            "model": model,
+            "transport": transport,
+            "input_cost_per_token": None if in_price is None else float(in_price),
+            "output_cost_per_token": None if out_price is None else float(out_price),
+        },
     )
     return key, secret
 

@@ -81,12 +81,6 @@ class AgentCgroups:
                 with contextlib.suppress(OSError):
                     parent.rmdir()
 
-    def memory_failcnt(self) -> int:
-        try:
-            return int((self.path("memory") / "memory.failcnt").read_text())
-        except (OSError, ValueError):
-            return 0
-
 
 def _write(path: Path, value: str) -> None:
     path.write_text(value, encoding="ascii")

@@ -1,7 +1,8 @@
-"""Where a realm lives on disk, under ``settings.BEARPIT_HOME``.
+"""Where a realm lives on disk, under ``settings.BEARPIT_HOME``: the one place that
+computes a realm's paths.
 
 ``realms/<realm>/agents/<agent>/home`` (private home), ``shared/`` (shared folder),
-``logs/<agent>.log``, ``outputs/``; sockets in ``BEARPIT_HOME/run``.
+``logs/<agent>.log``, ``outputs/``, ``archive/``; sockets in ``BEARPIT_HOME/run``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import re
 from pathlib import Path
 
 from django.conf import settings
+
+from realms.ids import InvalidRealmId
+from realms.ids import check_realm_id as _check_realm_id
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 
@@ -36,6 +40,13 @@ def check_id(kind: str, value: str) -> str:
     return value
 
 
+def check_realm_id(realm_id: str) -> str:
+    try:
+        return _check_realm_id(realm_id)
+    except InvalidRealmId as exc:
+        raise LayoutError(str(exc)) from None
+
+
 def home_root() -> Path:
     return Path(settings.BEARPIT_HOME)
 
@@ -55,7 +66,7 @@ def realms_root() -> Path:
 
 
 def realm_dir(realm_id: str) -> Path:
-    return realms_root() / check_id("realm id", realm_id)
+    return realms_root() / check_realm_id(realm_id)
 
 
 def agent_dir(realm_id: str, agent_id: str) -> Path:
@@ -97,3 +108,8 @@ def log_path(realm_id: str, agent_id: str) -> Path:
 
 def outputs_dir(realm_id: str) -> Path:
     return realm_dir(realm_id) / "outputs"
+
+
+def archive_dir(realm_id: str) -> Path:
+    """Where concluding (and ``pit_archive`` without ``-o``) writes the realm's archive."""
+    return realm_dir(realm_id) / "archive"

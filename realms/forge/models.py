@@ -56,7 +56,3 @@ class Sandbox(models.Model):
 
     def __str__(self) -> str:
         return f"{self.realm_id}/{self.agent_id} ({self.backend}, {self.state})"
-
-    @property
-    def is_live(self) -> bool:
-        return self.state in self.LIVE_STATES

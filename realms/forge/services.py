@@ -77,7 +77,7 @@ def handle_for(row: Sandbox) -> SandboxHandle:
 
 
 def _check_requests(realm_id: str, requests: Sequence[AgentSandboxRequest]) -> None:
-    layout.check_id("realm id", realm_id)
+    layout.check_realm_id(realm_id)
     if not requests:
         raise ForgeError(f"realm {realm_id}: no agents to start")
     seen: set[str] = set()
@@ -464,15 +464,3 @@ def live_sandbox(realm_id: str, agent_id: str) -> Sandbox | None:
     return Sandbox.objects.filter(
         realm_id=realm_id, agent_id=agent_id, state=Sandbox.State.RUNNING
     ).first()
-
-
-def claim_realm(realm_id: str, expected: Sequence[str], new_state: str) -> bool:
-    """Move the realm from one of ``expected`` to ``new_state`` with a conditional
-    UPDATE; False if another worker got there first (or the realm is gone)."""
-    from realms.models import Realm
-
-    return bool(
-        Realm.objects.filter(realm_id=realm_id, state__in=list(expected)).update(
-            state=new_state, updated_at=timezone.now()
-        )
-    )

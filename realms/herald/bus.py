@@ -47,9 +47,6 @@ __all__ = [
     "announce",
     "dm_room",
     "grant_floor",
-    "kickoff",
-    "mute_all",
-    "nudge",
     "open_floor",
     "operator_message",
     "post_as_agent",
@@ -59,12 +56,9 @@ __all__ = [
 ]
 
 announce = posting.announce
-kickoff = posting.kickoff
-nudge = posting.nudge
 operator_message = posting.operator_message
 post_as_agent = posting.post_as_agent
 system_notice = posting.system_notice
-mute_all = floor.mute_all
 grant_floor = floor.grant_floor
 open_floor = floor.open_floor
 

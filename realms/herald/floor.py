@@ -58,11 +58,6 @@ def _set_speakers(realm_id: str, speakers: Iterable[str | None], *, events_defau
         client.put_state(bus.commons_room_id, "m.room.power_levels", current)
 
 
-def mute_all(realm_id: str) -> None:
-    """Nobody but the system and the operator may post in the Commons."""
-    _set_speakers(realm_id, (), events_default=SPEAK)
-
-
 def grant_floor(realm_id: str, agent_id: str | None, referee_id: str | None = None) -> None:
     """Only ``agent_id`` (and the referee, if given) may post in the Commons."""
     _set_speakers(realm_id, (agent_id, referee_id), events_default=SPEAK)

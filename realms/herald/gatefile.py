@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from realms.herald.localparts import check_realm_id
+from realms.ids import check_realm_id
 
 KEY = "side_channel_realms"
 

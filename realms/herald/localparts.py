@@ -14,20 +14,13 @@ from __future__ import annotations
 
 import re
 
+from realms.ids import REALM_ID, check_realm_id
+
 USER_PREFIX = "bp_"
 SEPARATOR = "="
 
-# Realm ids as the launch service makes and accepts them; agent ids as agent.json allows.
-REALM_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
+# Agent ids as agent.json allows; realm ids follow the one rule of realms.ids.
 AGENT_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
-
-
-def check_realm_id(realm_id: str) -> None:
-    if not REALM_ID.fullmatch(realm_id):
-        raise ValueError(
-            f"realm id {realm_id!r}: expected 1-80 lower-case letters, digits and '-', "
-            "not starting with '-'"
-        )
 
 
 def check_agent_id(agent_id: str) -> None:

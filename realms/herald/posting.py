@@ -10,7 +10,7 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from realms.herald.directory import agent_users, get_bus, realm_room, user_of
+from realms.herald.directory import get_bus, realm_room, user_of
 from realms.herald.matrix import MatrixClient, matrix_client
 from realms.herald.models import BusRealm
 
@@ -52,18 +52,6 @@ def announce(realm_id: str, text: str, mentions: Sequence[str] = ()) -> str:
     bus = get_bus(realm_id)
     with matrix_client() as client:
         return client.send(bus.commons_room_id, message_content(text, _mxids(bus, mentions)))
-
-
-def kickoff(realm_id: str, text: str, *, mention_all: bool = True) -> str:
-    """The opening post; mentions every agent unless the realm takes turns."""
-    bus = get_bus(realm_id)
-    agents = list(agent_users(bus)) if mention_all else []
-    return announce(realm_id, text, agents)
-
-
-def nudge(realm_id: str, agent_ids: Sequence[str], text: str) -> str:
-    """A reminder in the Commons to the named agents."""
-    return announce(realm_id, text, agent_ids)
 
 
 def operator_message(realm_id: str, text: str, to: str | None = None) -> str:

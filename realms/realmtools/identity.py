@@ -135,9 +135,3 @@ def verify_token(token: str) -> Identity:
         roster=tuple(x for x in roster_csv.split(",") if x),
         grants=frozenset(x for x in grants_csv.split(",") if x),
     )
-
-
-def legacy_token(realm_id: str, agent_id: str, role: Role, roster: Iterable[str]) -> str:
-    """The older four-field form, for realms provisioned before grants existed."""
-    raw = ":".join([realm_id, agent_id, role, ",".join(roster)]).encode()
-    return f"{_b64(raw)}.{_b64(_sign(raw))}"

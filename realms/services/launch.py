@@ -29,6 +29,7 @@ from ledger.services.profiles import (
     get_profile,
     resolve_agent_model,
 )
+from realms.ids import is_realm_id
 from realms.models import Realm, RealmAgent
 from realms.packages.parameters import (
     ParameterBindingError,
@@ -63,9 +64,6 @@ def realm_slug(name: str) -> str:
 
 def new_realm_id(name: str) -> str:
     return f"{realm_slug(name)}-{secrets.token_hex(3)}"
-
-
-_REALM_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,79}$")
 
 
 @dataclass
@@ -141,7 +139,7 @@ def create_realm(
         except (ProfileError, KeyError, ValueError) as exc:
             problems.append(f"agents/{agent.id}/agent.json: model: {exc}")
     realm_id = opts.realm_id or new_realm_id(project.metadata.name)
-    if not _REALM_ID.match(realm_id):
+    if not is_realm_id(realm_id):
         problems.append(f"realm id {realm_id!r}: use lower-case letters, digits and '-'")
     elif Realm.objects.filter(realm_id=realm_id).exists():
         problems.append(f"realm id {realm_id!r} is already taken")

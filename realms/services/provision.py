@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from chronicle.kinds import Kind, Lifecycle
 from chronicle.services import record_event
-from ledger.services.keys import mint_virtual_key, revoke_realm_keys
+from ledger.services.keys import mint_virtual_key
 from ledger.services.profiles import all_profiles
 from realms.forge import bytecode
 from realms.forge.command import runtime_argv
@@ -30,15 +30,15 @@ from realms.forge.models import Sandbox
 from realms.forge.services import (
     AgentSandboxRequest,
     deliver_birth,
-    release_realm,
     start_agent_sandboxes,
 )
-from realms.herald.bus import agent_credentials, provision_bus, teardown_bus
+from realms.herald.bus import agent_credentials, provision_bus
 from realms.herald.directory import BusAgent, RealmBus
 from realms.models import Realm, RealmAgent
 from realms.plan import RealmPlan, plan_of
 from realms.realmtools.identity import mint_token
 from realms.services.birth import build_birth
+from realms.services.teardown import tear_down
 
 log = logging.getLogger(__name__)
 
@@ -243,24 +243,9 @@ def provision_realm(realm_id: str) -> Realm | None:
 
 
 def fail_realm(realm: Realm, detail: str) -> None:
-    """Tear down whatever exists and record lifecycle ``failed`` (teardown errors noted)."""
-    problems: list[str] = []
-    for what, step in (
-        ("sandboxes", lambda: release_realm(realm.realm_id)),
-        ("keys", lambda: revoke_realm_keys(realm.realm_id)),
-        ("bus", lambda: teardown_bus(realm.realm_id)),
-    ):
-        try:
-            step()
-        except Exception as exc:
-            problems.append(f"{what}: {type(exc).__name__}: {exc}")
+    """Tear down whatever exists (the one teardown) and record lifecycle ``failed``."""
+    tear_down(realm.realm_id, "provisioning failed")
     with transaction.atomic():
-        for problem in problems:
-            record_event(
-                realm.realm_id,
-                Kind.LIFECYCLE,
-                {"event": Lifecycle.TEARDOWN_ERROR, "detail": problem},
-            )
         record_event(realm.realm_id, Kind.LIFECYCLE, {"event": Lifecycle.FAILED, "detail": detail})
         _set_state(
             realm,

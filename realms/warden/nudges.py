@@ -16,7 +16,6 @@ from django.db import transaction
 from chronicle import selectors
 from chronicle.kinds import Kind
 from chronicle.services import record_event
-from realms.herald.posting import announce
 from realms.warden.snapshot import LiveSnapshot
 
 NUDGE_AFTER_S = 150.0
@@ -86,12 +85,3 @@ def nudge_if_stalled(snapshot: LiveSnapshot, *, post: Post, enabled: bool = True
         # stamped with the tick's clock, which the next tick's spacing is measured on
         send_nudge(snapshot.realm_id, nudge, post, ts_ms=snapshot.now_ms)
     return nudge
-
-
-def herald_post(realm_id: str) -> Post:
-    """The usual ``post``: the system user announces in the realm's Commons."""
-
-    def post(text: str, mentions: list[str]) -> str:
-        return announce(realm_id, text, mentions)
-
-    return post

@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
 from chronicle import selectors
 from chronicle.kinds import Kind
 from chronicle.models import now_ms as _now_ms
 from ledger.services.spend import realm_spend
+from realms.forge.layout import shared_dir
 from realms.models import Realm, RealmAgent
 from realms.packages.schema.common import parse_duration as package_duration
 from realms.plan import RealmPlan, chronicled_plan, is_referee_role, plan_of, referee_of
@@ -102,10 +101,6 @@ class LiveSnapshot:
         return max(0, self.now_ms - max(self.started_ms, self.last_activity_ms)) / 1000.0
 
     @property
-    def commons_messages(self) -> tuple[SeenMessage, ...]:
-        return tuple(m for m in self.messages if m.in_commons)
-
-    @property
     def participants(self) -> tuple[str, ...]:
         return tuple(a.agent_id for a in self.agents.values() if not a.is_referee)
 
@@ -174,37 +169,13 @@ def build_snapshot(
         shared_changed_ms=changed,
         verdict=selectors.verdict(realm_id),
         agents=agent_states(realm_id, realm, plan),
-        stop_requested=stop_requested(realm_id, realm),
+        # The kill switch is the row's flag alone: pit_stop and the API set it.
+        stop_requested=realm is not None and realm.stop_requested,
         machine_state=machine_state,
         machine_terminal=terminal,
         last_spend_ms=selectors.last_spend_ms(realm_id),
         referee_drives=plan.referee_opens,
     )
-
-
-def _safe_id(realm_id: str) -> str:
-    if not realm_id or "/" in realm_id or "\\" in realm_id or realm_id.startswith("."):
-        raise ValueError(f"realm id {realm_id!r}: not a valid realm id")
-    return realm_id
-
-
-def realm_home(realm_id: str) -> Path:
-    return Path(settings.BEARPIT_HOME) / "realms" / _safe_id(realm_id)
-
-
-def shared_dir(realm_id: str) -> Path:
-    return realm_home(realm_id) / "shared"
-
-
-def stop_flag_path(realm_id: str) -> Path:
-    """The kill switch: ``BEARPIT_HOME/realms/<realm>.stop``."""
-    return Path(settings.BEARPIT_HOME) / "realms" / f"{_safe_id(realm_id)}.stop"
-
-
-def stop_requested(realm_id: str, realm: Realm | None = None) -> bool:
-    if realm is not None and realm.stop_requested:
-        return True
-    return stop_flag_path(realm_id).exists()
 
 
 def read_shared_folder(root: Path) -> tuple[dict[str, str | None], int | None]:

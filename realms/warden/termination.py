@@ -2,7 +2,8 @@
 
 Conditions are checked in declared order and the first match wins. After the declared
 list come, in this order, the implicit ``referee_verdict`` (when a referee's verdict ends
-the realm and none is declared), ``manual`` (the stop flag) and ``no_active_participants``.
+the realm and none is declared), ``manual`` (the realm row's stop flag) and
+``no_active_participants``.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
-
 from realms.models import Realm
 from realms.packages.schema.project import TERMINATION_TYPES
 from realms.plan import RealmPlan
-from realms.warden.snapshot import LiveSnapshot, parse_duration, stop_flag_path
+from realms.warden.snapshot import LiveSnapshot, parse_duration
 
 TYPES = TERMINATION_TYPES
 MATCH_MODES = ("substring", "exact", "regex")
@@ -264,20 +263,9 @@ def realm_conditions(plan: RealmPlan) -> list[Condition]:
     return parse_conditions(plan.termination)
 
 
-@transaction.atomic
 def request_stop(realm_id: str) -> bool:
-    """Pull the kill switch: mark the realm and write its stop flag file.
+    """Pull the kill switch: set the realm row's flag, which the Warden reads each tick.
 
-    Returns whether a Realm row was marked; the flag is written either way, so a realm
-    known only to the Chronicle (or a worker that reads only the flag) still stops.
+    False when there is no such realm.
     """
-    marked = Realm.objects.filter(realm_id=realm_id).update(stop_requested=True) > 0
-    flag = stop_flag_path(realm_id)
-    flag.parent.mkdir(parents=True, exist_ok=True)
-    flag.write_text("stop\n", encoding="utf-8")
-    return marked
-
-
-def clear_stop(realm_id: str) -> None:
-    """Remove a stale stop flag (a realm id used again must not stop at its first tick)."""
-    stop_flag_path(realm_id).unlink(missing_ok=True)
+    return Realm.objects.filter(realm_id=realm_id).update(stop_requested=True) > 0

@@ -8,11 +8,13 @@ from decimal import Decimal
 
 import pytest
 
-from chronicle.archive import UnknownRealmError, archive_realm, package_digest, realm_dir
+from chronicle.archive import UnknownRealmError, archive_realm, package_digest
 from chronicle.kinds import Kind
 from chronicle.report import render_report
 from chronicle.transcript import render_transcript
+from ledger.models import VirtualKey
 from ledger.services.keys import mint_virtual_key
+from realms.forge.layout import realm_dir
 from realms.models import Realm, Scenario, ScenarioFile
 from tests.chronicle.realmkit import event, make_realm, running, say
 
@@ -81,7 +83,7 @@ def test_the_archive_holds_everything_needed_to_read_and_rerun_the_realm():
     assert "**Outcome:** ping relayed" in (folder / "report.md").read_text()
 
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
-    assert [e["kind"] for e in events] == ["lifecycle", "spend", "verdict"]
+    assert [e["kind"] for e in events] == ["lifecycle", "spend", "verdict", "key"]
     assert events[2]["payload"] == {"outcome": "ping relayed", "final": True}
     messages = [json.loads(line) for line in (folder / "messages.jsonl").read_text().splitlines()]
     assert messages[0]["body"] == "go" and messages[0]["sender_agent"] == "ping"
@@ -122,6 +124,18 @@ def test_the_manifest_pins_package_models_prices_parameters_and_software():
     assert all(v and v != "not installed" for v in software.values())
     assert manifest["files"]["logs/ping.log"] == hashlib.sha256(b"runtime started\n").hexdigest()
     assert "manifest.json" not in manifest["files"]
+
+
+def test_prices_and_spend_come_from_the_chronicle_once_the_keys_are_gone():
+    build_realm()
+    VirtualKey.objects.filter(realm_id=REALM).delete()
+    folder = archive_realm(REALM)
+    umpire = json.loads((folder / "manifest.json").read_text())["agents"]["umpire"]
+    assert umpire["input_cost_per_token"] == 1e-06
+    assert umpire["output_cost_per_token"] == 4e-06
+    report = (folder / "report.md").read_text()
+    assert "- ping: $0.0100" in report
+    assert "_Prices are nominal for umpire: it ran on the scripted provider (offline)" in report
 
 
 def test_a_package_digest_changes_with_any_file():

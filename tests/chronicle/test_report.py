@@ -4,7 +4,6 @@ import pytest
 
 from chronicle.kinds import Kind
 from chronicle.report import render_report
-from ledger.models import VirtualKey
 from tests.chronicle.realmkit import event, make_realm, running, say
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.django_db]
@@ -162,14 +161,17 @@ def test_a_failed_realm_reports_its_failure_as_the_termination():
 
 
 def _key(agent: str, transport: str, provider: str) -> None:
-    VirtualKey.objects.create(
-        key_hash=f"hash-{agent}-{transport}",
-        key_prefix="bp-",
-        realm_id=REALM,
-        agent_id=agent,
-        provider=provider,
-        model="m",
-        transport=transport,
+    """What minting the agent's key chronicles (the ledger's row is not read)."""
+    event(
+        REALM,
+        Kind.KEY,
+        {
+            "agent": agent,
+            "provider": provider,
+            "model": "m",
+            "transport": transport,
+        },
+        1_050,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -62,4 +63,9 @@ def test_pit_stop_concludes_a_running_realm_as_manual(tmp_path: Path) -> None:
     assert chron.realms[0]["conclusion_reason"] == "manual"
     ending = [b for a, b, _e in chron.messages if b.startswith("REALM_ENDING")]
     assert ending == ["REALM_ENDING — manual: stop requested by the operator. Stand down."]
+    # Concluding wrote the archive folder, from the Chronicle it just closed.
+    archive = home / "realms" / realm_id / "archive"
+    manifest = json.loads((archive / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["state"] == "archived" and manifest["conclusion"]["reason"] == "manual"
+    assert (archive / "report.md").read_text(encoding="utf-8").startswith("# ")
     assert left == []

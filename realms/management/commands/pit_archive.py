@@ -1,4 +1,8 @@
-"""``pit_archive REALM [-o DIR]``: write the realm's archive folder."""
+"""``pit_archive REALM [-o DIR]``: write a realm's archive folder again, or export it.
+
+Concluding already writes ``archive/``; this rewrites it from the Chronicle, or writes
+a copy elsewhere.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ class Command(BaseCommand):
             "--out",
             type=Path,
             default=None,
-            help="write to OUT/<realm>/ (default: the realm's own archive/ folder)",
+            help="write to OUT/<realm>/ (default: rewrite the realm's own archive/ folder)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

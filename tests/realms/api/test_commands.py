@@ -9,7 +9,6 @@ from django.core.management import CommandError, call_command
 from chronicle.kinds import Kind
 from chronicle.models import now_ms
 from realms.models import Realm
-from realms.warden.snapshot import stop_flag_path
 from tests.chronicle.realmkit import event, make_realm, running, say
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.django_db]
@@ -91,9 +90,8 @@ def test_archive_writes_the_folder(tmp_path):
     assert (folder / "manifest.json").exists()
 
 
-def test_stop_writes_the_flag():
+def test_stop_sets_the_rows_flag():
     build()
     out = run("pit_stop", REALM)
     assert "stop requested" in out
-    assert stop_flag_path(REALM).exists()
     assert Realm.objects.get(realm_id=REALM).stop_requested

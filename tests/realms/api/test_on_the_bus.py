@@ -10,7 +10,7 @@ import pytest
 
 from chronicle.kinds import Kind
 from chronicle.models import Message
-from realms.herald.bus import BusAgent, provision_bus
+from realms.herald.bus import BusAgent, announce, provision_bus
 from realms.models import Realm
 from realms.warden import nudges
 from realms.warden.snapshot import build_snapshot
@@ -57,7 +57,9 @@ def test_operator_message_and_nudge_reach_the_commons(platform_server, realm_id,
     assert response.json()["delivered"] is True
 
     snapshot = build_snapshot(realm_id, now_ms=1_000 + 200_000)
-    nudge = nudges.nudge_if_stalled(snapshot, post=nudges.herald_post(realm_id))
+    nudge = nudges.nudge_if_stalled(
+        snapshot, post=lambda text, mentions: announce(realm_id, text, mentions)
+    )
     assert nudge is not None and nudge.mentions == ("alice", "bob")
 
     def mirrored() -> list[Message]:

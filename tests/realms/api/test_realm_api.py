@@ -11,7 +11,6 @@ from chronicle import selectors
 from chronicle.kinds import Kind
 from realms.api import auth
 from realms.models import Realm
-from realms.warden.snapshot import stop_flag_path
 from tests.chronicle.realmkit import COMMONS, event, make_realm, running, say
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.django_db]
@@ -101,7 +100,6 @@ def test_every_route_needs_the_token(client):
         assert client.get(path, HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
     for path in (f"/api/realms/{REALM}/stop", f"/api/realms/{REALM}/msg"):
         assert client.post(path).status_code == 401
-    assert not stop_flag_path(REALM).exists()
     assert not Realm.objects.get(realm_id=REALM).stop_requested
 
 
@@ -133,7 +131,7 @@ def test_cross_site_writes_are_refused(client):
     stop = f"/api/realms/{REALM}/stop"
     assert client.post(stop, HTTP_ORIGIN="https://evil.example", **headers).status_code == 403
     assert client.post(stop, HTTP_SEC_FETCH_SITE="cross-site", **headers).status_code == 403
-    assert not stop_flag_path(REALM).exists()
+    assert not Realm.objects.get(realm_id=REALM).stop_requested
     assert client.post(stop, HTTP_ORIGIN="http://testserver", **headers).status_code == 202
 
 
@@ -251,12 +249,11 @@ def test_report_is_markdown_never_html(api):
     assert "**Outcome:** <script>alert(1)</script>" in text
 
 
-def test_stop_sets_the_flag_and_the_row(api):
+def test_stop_sets_the_rows_flag(api):
     build_realm()
     response = api.post(f"/api/realms/{REALM}/stop")
     assert response.status_code == 202 and response.json()["stop_requested"] is True
     assert Realm.objects.get(realm_id=REALM).stop_requested
-    assert stop_flag_path(REALM).read_text() == "stop\n"
 
 
 def test_msg_without_a_bus_is_recorded_and_refused_clearly(api):

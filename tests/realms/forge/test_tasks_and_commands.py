@@ -1,4 +1,4 @@
-"""Celery tasks, the pit_reap command and the development backend."""
+"""The pit_reap command and the development backend."""
 
 from __future__ import annotations
 
@@ -9,63 +9,15 @@ import time
 import pytest
 from django.core.management import call_command
 
-from realms.forge import layout, procs, tasks
-from realms.forge.models import Sandbox
+from realms.forge import layout, procs
 from realms.forge.runcode import run_code
-from realms.forge.services import AgentSandboxRequest, claim_realm, stop_agent_sandbox
+from realms.forge.services import AgentSandboxRequest, stop_agent_sandbox
 from realms.models import Realm
 from tests.realms.forge.conftest import birth_config, script_request, start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
 SLEEPER = "import time; time.sleep(300)"
-
-
-def test_claim_realm_is_conditional(make_realm):
-    realm = make_realm(state=Realm.State.PENDING)
-    assert claim_realm(realm.realm_id, [Realm.State.PENDING], Realm.State.PROVISIONING)
-    assert not claim_realm(realm.realm_id, [Realm.State.PENDING], Realm.State.PROVISIONING)
-    assert not claim_realm("no-such-realm", [Realm.State.PENDING], Realm.State.PROVISIONING)
-
-
-def test_provision_and_teardown_tasks(make_realm, settings):
-    settings.BEARPIT_SANDBOX_MEMORY_MB = 192
-    settings.BEARPIT_SANDBOX_PIDS = 48
-    settings.BEARPIT_SANDBOX_DISK_MB = 16
-    settings.BEARPIT_SANDBOX_SHARED_DISK_MB = 16
-    realm = make_realm(state=Realm.State.PENDING)
-    realm.project = {
-        "spec": {"environment": {"shared_folder": {"enabled": True}}, "outputs": ["*.txt"]}
-    }
-    realm.save()
-    tasks.register_request_builder(lambda r: [script_request("alpha", SLEEPER)])
-    try:
-        _provision_and_teardown(realm)
-    finally:
-        tasks.register_request_builder(None)
-
-
-def _provision_and_teardown(realm):
-    assert tasks.provision_realm.delay(realm.realm_id).get() == ["alpha"]
-    assert Sandbox.objects.get(realm_id=realm.realm_id).limits["max_processes"] == 48
-    # A duplicate delivery finds the realm claimed and starts nothing more.
-    assert tasks.provision_realm.delay(realm.realm_id).get() == []
-    assert Sandbox.objects.filter(realm_id=realm.realm_id).count() == 1
-    assert (
-        run_code(realm.realm_id, "alpha", "open('/realm/shared/a.txt','w').write('hi')").exit_code
-        == 0
-    )
-
-    captured = tasks.teardown_realm.delay(realm.realm_id).get()
-    assert captured == [
-        {"path": "a.txt", "bytes": 2, "sha256": captured[0]["sha256"]},
-    ]
-    row = Sandbox.objects.get(realm_id=realm.realm_id)
-    assert row.state == Sandbox.State.STOPPED
-    assert not procs.is_same_process(row.pid, row.pid_start_time)
-    # A repeated delivery changes nothing: the captured file stays as it was.
-    assert tasks.teardown_realm.delay(realm.realm_id).get() == []
-    assert (layout.outputs_dir(realm.realm_id) / "a.txt").read_text() == "hi"
 
 
 def test_pit_reap_command(make_realm):

@@ -7,8 +7,6 @@ from chronicle.models import Message
 from realms.herald.bus import (
     BusAgent,
     announce,
-    kickoff,
-    nudge,
     operator_message,
     post_as_agent,
     provision_bus,
@@ -91,8 +89,8 @@ def test_system_operator_and_brokered_posts(platform_server, homeserver, realm_i
     )
     dm = bus.dm_rooms[("ann", "ben")]
     announce(realm_id, "Welcome", mentions=["ann"])
-    kickoff(realm_id, "Begin!")
-    nudge(realm_id, ["ben"], "your move")
+    announce(realm_id, "Begin!", mentions=["ann", "ben"])
+    announce(realm_id, "your move", mentions=["ben"])
     operator_message(realm_id, "pause please", to="ann")
     post_as_agent(realm_id, "ann", dm, "psst", mentions=["ben"])
     system_notice(realm_id, dm, "🔇 quota reached")

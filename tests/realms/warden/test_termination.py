@@ -13,7 +13,6 @@ from realms.warden.snapshot import (
     LiveSnapshot,
     build_snapshot,
     parse_duration,
-    stop_flag_path,
 )
 from realms.warden.termination import Conclusion, evaluate, parse_conditions
 from tests.chronicle.realmkit import DM_AB, event, make_realm, running, say
@@ -263,21 +262,15 @@ def test_manual_stop_flag_is_checked_after_the_declared_conditions():
     running(REALM, ts=START)
     assert check(build_snapshot(REALM, now_ms=START), []) is None
     assert termination.request_stop(REALM) is True
-    assert stop_flag_path(REALM).exists()
     s = build_snapshot(REALM, now_ms=START + 3_600_000)
     assert s.stop_requested
     assert check(s, []) == Conclusion("manual", "stop requested by the operator")
     assert check(s, [{"type": "duration", "limit": "1h"}]).reason == "duration"
-    termination.clear_stop(REALM)
-    assert not stop_flag_path(REALM).exists()
 
 
 @pytest.mark.django_db
-def test_stop_flag_file_alone_stops_a_realm():
-    make_realm(REALM, agents=[{"id": "alice"}])
-    stop_flag_path(REALM).parent.mkdir(parents=True, exist_ok=True)
-    stop_flag_path(REALM).write_text("stop")
-    assert check(build_snapshot(REALM, now_ms=START), []).reason == "manual"
+def test_a_stop_for_a_realm_without_a_row_marks_nothing():
+    assert termination.request_stop("no-such-realm") is False
 
 
 @pytest.mark.django_db
