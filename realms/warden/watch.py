@@ -1,8 +1,7 @@
 """The Warden's claimed tick, and the teardown of a realm a tick ended.
 
-``warden.tick`` is claimed on
-``Realm.claimed_by/claimed_until``: two workers never tick one realm at once, and a
-claim left by a dead worker expires.
+``warden.tick`` is claimed on ``Realm.claimed_by/claimed_until``: two workers never
+tick one realm at once, and a claim left by a dead worker expires.
 
 A tick that finds the realm over only claims the conclusion (``concluding``); the
 teardown, with its grace period, runs apart from the tick: as the ``warden.conclude``
