@@ -18,10 +18,9 @@ import logging
 from celery import shared_task
 from celery.signals import worker_process_init, worker_ready
 
-from bearpit.queue import enqueue
 from realms.services.provision import bring_up_realm
 from realms.services.recovery import recover_realms
-from realms.warden.watch import finish_concluding, running_realm_ids, watch_realm
+from realms.warden.watch import finish_concluding, queue_ticks, watch_realm
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +34,7 @@ def tick(realm_id: str) -> str | None:
 @shared_task(name="warden.tick_all", ignore_result=True)
 def tick_all() -> int:
     """Fan out one tick per running realm (beat's entry point)."""
-    ids = running_realm_ids()
-    for realm_id in ids:
-        enqueue("warden.tick", realm_id)
-    return len(ids)
+    return queue_ticks()
 
 
 @shared_task(name="realms.provision", acks_late=True, ignore_result=True)

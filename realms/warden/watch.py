@@ -107,5 +107,9 @@ def finish_concluding(realm_id: str, worker: str | None = None) -> bool:
     return True
 
 
-def running_realm_ids() -> list[str]:
-    return list(Realm.objects.filter(state=Realm.State.RUNNING).values_list("realm_id", flat=True))
+def queue_ticks() -> int:
+    """Queue one ``warden.tick`` per running realm; how many."""
+    ids = list(Realm.objects.filter(state=Realm.State.RUNNING).values_list("realm_id", flat=True))
+    for realm_id in ids:
+        enqueue("warden.tick", realm_id)
+    return len(ids)
