@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from bearpit.auth import LOGIN_PATH, QUERY_TOKEN
 from chronicle.values import char_problem
-from realms.api.auth import LOGIN_PATH, QUERY_TOKEN
 
 REFUSAL = (
     f"the API token is not accepted in a URL, where access logs keep it: send "

@@ -28,7 +28,7 @@ Mirroring times are noted by a separate process polling the Chronicle every 5 ms
 (CLOCK_MONOTONIC is shared between processes), so the clients' event loop cannot
 delay them. The last line is one JSON object.
 
-    uv run python bench/bus.py [--agents 20] [--messages 2000] [--rate 4]
+    uv run --group bench python bench/bus.py [--agents 20] [--messages 2000] [--rate 4]
                                [--saturation-messages 400]
 
 Runs in a throw-away BEARPIT_HOME unless one is given in the environment.

@@ -183,11 +183,12 @@ def measure_start(root: Path, size: int, timeout: float) -> StartRun:
     from chronicle.models import Event
     from realms.services.conclude import conclude_realm
     from realms.services.launch import launch_realm
-    from realms.warden import tasks
+    from realms.services.provision import bring_up_realm
+    from realms.warden.watch import finish_concluding, tick_realm
 
     realm = launch_realm(_write_package(root, size))
     began_ms = time.time_ns() // 1_000_000
-    tasks.provision(realm.realm_id)
+    bring_up_realm(realm.realm_id)
     provisioned = Event.objects.filter(
         realm_id=realm.realm_id, kind="lifecycle", payload__event="running"
     ).first()
@@ -196,7 +197,9 @@ def measure_start(root: Path, size: int, timeout: float) -> StartRun:
     deadline = time.monotonic() + timeout
     connected = answered = None
     while connected is None or answered is None:
-        tasks.tick_realm(realm.realm_id)
+        ticked = tick_realm(realm.realm_id)
+        if ticked is not None and ticked.concluded is not None:
+            finish_concluding(realm.realm_id)  # the realm ended by itself
         connected = _seconds_until_all(began_ms, _connected_ms(realm.realm_id), size)
         answered = _seconds_until_all(began_ms, _first_spend_ms(realm.realm_id), size)
         if time.monotonic() > deadline:
@@ -219,14 +222,17 @@ def first_request_tokens(timeout: float) -> int:
     from chronicle.models import Event
     from realms.services.conclude import conclude_realm
     from realms.services.launch import launch_realm
-    from realms.warden import tasks
+    from realms.services.provision import bring_up_realm
+    from realms.warden.watch import finish_concluding, tick_realm
 
     realm = launch_realm(REPO / "examples" / "toolcheck")
-    tasks.provision(realm.realm_id)
+    bring_up_realm(realm.realm_id)
     deadline = time.monotonic() + timeout
     tokens = 0
     while time.monotonic() < deadline:
-        tasks.tick_realm(realm.realm_id)
+        ticked = tick_realm(realm.realm_id)
+        if ticked is not None and ticked.concluded is not None:
+            finish_concluding(realm.realm_id)  # the realm ended by itself
         spend = (
             Event.objects.filter(realm_id=realm.realm_id, kind="spend", payload__agent="ping")
             .order_by("id")
@@ -264,7 +270,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bearpit-bench-") as tmp:
         root = Path(tmp)
         _setup_django(root / "home")
-        from realms.services.embedded import EmbeddedPlatform
+        from realms.embedded.platform import EmbeddedPlatform
 
         result: dict[str, Any] = {}
         runs: list[StartRun] = []

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from bearpit.auth import OperatorAPIView
 from ledger.services.profiles import (
     Profile,
     ProfileError,
@@ -18,7 +19,6 @@ from ledger.services.profiles import (
     set_active_profile,
     stored_provider,
 )
-from realms.api.auth import OperatorAPIView
 
 
 class ProviderChoiceSerializer(serializers.Serializer[dict[str, Any]]):

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from realms.embedded.platform import EmbeddedPlatform
 from realms.herald.config import HomeserverConfig
 from realms.herald.homeserver import HomeserverError, running_homeserver
-from realms.services.embedded import EmbeddedPlatform
 
 _SETPRIV = Path("/usr/bin/setpriv")
 _SMOKE_TIMEOUT_S = 20.0

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonRes
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
-from realms.api.auth import LOGIN_DEFAULT_NEXT, QUERY_TOKEN, set_token_cookie, token_matches
+from bearpit.auth import LOGIN_DEFAULT_NEXT, QUERY_TOKEN, set_token_cookie, token_matches
 
 
 def _clean_next(request: HttpRequest) -> str:

@@ -17,7 +17,7 @@ from rest_framework.parsers import BaseParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from realms.api.auth import OperatorAPIView
+from bearpit.auth import OperatorAPIView
 from realms.library import services
 from realms.library.files import MAX_TOTAL_BYTES
 from realms.models import Scenario

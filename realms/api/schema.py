@@ -9,7 +9,7 @@ from drf_spectacular.openapi import AutoSchema
 
 
 class OperatorTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
-    target_class = "realms.api.auth.OperatorTokenAuthentication"
+    target_class = "bearpit.auth.OperatorTokenAuthentication"
     name = "operatorToken"
 
     def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:

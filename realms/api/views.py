@@ -1,5 +1,5 @@
 """The realm routes of the HTTP API. Each view parses input and calls one service or
-selector; every route needs the operator token (see :mod:`realms.api.auth`)."""
+selector; every route needs the operator token (see :mod:`bearpit.auth`)."""
 
 from __future__ import annotations
 
@@ -15,16 +15,16 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from bearpit.auth import OperatorAPIView
 from chronicle import selectors
 from chronicle.report import render_report
 from chronicle.transcript import transcript_page
 from realms.api import schema as _schema  # noqa: F401  (registers the token scheme)
-from realms.api.auth import OperatorAPIView
 from realms.api.status import realm_list, realm_status, redact
 from realms.packages.schema.project import Turns
 from realms.services.launch import LaunchOptions
 from realms.services.messages import MessageError, send_operator_message
-from realms.services.start import LaunchError, StartRefused, start_realm
+from realms.services.queue import LaunchError, QueueRefused, queue_realm
 from realms.warden.termination import request_stop
 
 # The override obeys the bounds of spec.turns.silence_timeout_s in a package.
@@ -72,8 +72,8 @@ class RealmListView(OperatorAPIView):
     def post(self, request: Request) -> Response:
         options, package = _launch_options(request.data)
         try:
-            realm = start_realm(package, options, capacity=settings.BEARPIT_MAX_ACTIVE_REALMS)
-        except StartRefused as exc:
+            realm = queue_realm(package, options, capacity=settings.BEARPIT_MAX_ACTIVE_REALMS)
+        except QueueRefused as exc:
             return Response({"error": str(exc)}, status=exc.status)
         except LaunchError as exc:
             return Response(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from realms.embedded.platform import EmbeddedPlatform
 from realms.preflight import PreflightError, start_embedded_platform
-from realms.services.embedded import EmbeddedPlatform
 
 
 class ForegroundCommand(BaseCommand):

@@ -41,19 +41,11 @@ from realms.packages.parameters import (
 from realms.packages.schema.project import Project
 from realms.packages.tools import GRANTABLE_TOOLS, canonical_tool_name
 from realms.plan import referee_of, role_skill
+from realms.services.errors import LaunchError as LaunchError  # re-exported: callers catch it here
 from realms.services.providers import ProviderChoice, choose_provider
-from realms.warden.models import WardenState
+from realms.warden.state import create_state
 
 _SLUG_RUN = re.compile(r"[^a-z0-9-]+")
-
-
-class LaunchError(Exception):
-    """A launch was refused; ``problems`` lists every reason, one line each."""
-
-    def __init__(self, problems: list[str], *, missing: list[dict[str, Any]] | None = None):
-        self.problems = problems
-        self.missing = missing or []
-        super().__init__("; ".join(problems))
 
 
 def realm_slug(name: str) -> str:
@@ -380,7 +372,7 @@ def _create_rows(
             budget_usd=r.cap_usd,
             on_exhausted=r.on_exhausted,
         )
-    WardenState.objects.create(realm=realm)
+    create_state(realm)
     record_event(realm_id, Kind.TOOL_MANIFEST, tool_manifest(snapshot))
     machine = machine_declaration(snapshot)
     if machine is not None:

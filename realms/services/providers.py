@@ -21,6 +21,7 @@ from ledger.services.profiles import (
     active_provider_name,
     all_profiles,
 )
+from realms.services.errors import LaunchError
 
 OFFLINE = "offline"
 
@@ -46,8 +47,6 @@ def _configured() -> bool:
 
 
 def choose_provider(explicit: str | None, *, allow_fallback: bool = False) -> ProviderChoice:
-    from realms.services.launch import LaunchError
-
     profiles = all_profiles()
     if explicit:
         if explicit not in profiles:

@@ -256,11 +256,23 @@ def fail_realm(realm: Realm, detail: str) -> None:
         )
 
 
-def start_running(realm_id: str) -> Realm | None:
+def bring_up_realm(realm_id: str) -> str | None:
+    """Provision a pending realm and mark it running; its state, None on a repeat."""
+    try:
+        realm = provision_realm(realm_id)
+    except ProvisionError:
+        return Realm.State.FAILED
+    if realm is None:
+        return None
+    running = mark_running(realm_id)
+    return None if running is None else running.state
+
+
+def mark_running(realm_id: str) -> Realm | None:
     """Provisioned → running: chronicle the rooms, the run_config and the project."""
     from realms.herald.directory import get_bus
     from realms.herald.models import BusRoom
-    from realms.warden.models import WardenState
+    from realms.warden.state import mark_watch_started
 
     bus = get_bus(realm_id)
     side_channels = {room.room_id: room.label for room in bus.rooms.filter(kind=BusRoom.Kind.DM)}
@@ -282,5 +294,5 @@ def start_running(realm_id: str) -> Realm | None:
             },
         )
         _set_state(realm, Realm.State.RUNNING, started_at=timezone.now())
-        WardenState.objects.filter(realm=realm).update(watch_started_ms=event.ts_ms)
+        mark_watch_started(realm, event.ts_ms)
     return realm

@@ -23,7 +23,7 @@ from django.utils import timezone
 from realms.forge.services import reattach
 from realms.models import Realm, RealmAgent
 from realms.services.conclude import finish_conclusion, interrupt_realm
-from realms.warden.models import WardenState
+from realms.warden.state import rewind_mirror_check
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def resume_or_interrupt(realm_id: str) -> str:
         return "interrupted"
     Realm.objects.filter(realm_id=realm_id).update(claimed_by="", claimed_until=None)
     # What agents said while nobody was mirroring is read back from the rooms now.
-    WardenState.objects.filter(realm__realm_id=realm_id).update(ticks=0)
+    rewind_mirror_check(realm_id)
     return "resumed"
 
 

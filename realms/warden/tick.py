@@ -3,7 +3,9 @@
 Order: kickoff (once) → feed new Commons speech to the TurnManager → enforce new
 ELIMINATION events → silence handling → deliver PRIVATE events → machine wakes →
 termination check → the TurnManager's floor moves → traces → snapshot → budget
-policy → nudges → termination → conclude.
+policy → nudges → termination → the claim of the conclusion (``concluding``). The
+teardown runs apart from the tick (``realms.warden.watch``): its grace period must not
+hold a worker's tick.
 
 The TurnManager decides as speech comes in, but its floor moves are posted last: a
 DM sent with a floor-passing post reaches its recipient before that recipient's
@@ -37,7 +39,7 @@ from realms.models import Realm, RealmAgent
 from realms.plan import eliminated, plan_of
 from realms.realmtools.machine.service import due_idle_nudges
 from realms.services import traces
-from realms.services.conclude import conclude_realm
+from realms.services.conclude import begin_conclusion
 from realms.services.kickoff import kickoff_mentions, kickoff_text
 from realms.warden import budget, nudges, termination
 from realms.warden.dms import Deliver, DmLedger, Notice, Private, plan_deliveries
@@ -397,8 +399,7 @@ def _police(realm: Realm, result: TickResult, ending: termination.Conclusion | N
     """
     realm_id = realm.realm_id
     if ending is not None:
-        result.concluded = ending.reason
-        conclude_realm(realm_id, ending.reason, ending.detail)
+        _begin(result, ending)
         return
     snapshot = build_snapshot(realm_id)
     budget.enforce_budgets(snapshot, stop_agent=lambda agent: _budget_stop(realm_id, agent))
@@ -409,8 +410,15 @@ def _police(realm: Realm, result: TickResult, ending: termination.Conclusion | N
     )
     conclusion = _conclusion(realm, snapshot)
     if conclusion is not None:
-        result.concluded = conclusion.reason
-        conclude_realm(realm_id, conclusion.reason, conclusion.detail)
+        _begin(result, conclusion)
+
+
+def _begin(result: TickResult, ending: termination.Conclusion) -> None:
+    """Claim the conclusion; ``concluded`` only when this tick claimed it, since a
+    conclusion someone else began (``pit_stop``) is theirs to tear down."""
+    if begin_conclusion(result.realm_id, ending.reason, ending.detail):
+        result.concluded = ending.reason
+        result.state = Realm.State.CONCLUDING
 
 
 def _budget_stop(realm_id: str, agent: str) -> None:

@@ -128,7 +128,7 @@ def test_kill_9_the_worker_mid_realm_and_it_resumes(tmp_path: Path, database: st
         realm_id = stack.manage(
             "shell", "-c",
             "from realms.services.launch import launch_realm;"
-            "from realms.warden.tasks import provision;"
+            "from realms.tasks import provision;"
             "r = launch_realm('examples/toolcheck'); provision.delay(r.realm_id);"
             "print(r.realm_id)",
         ).strip().splitlines()[-1]  # fmt: skip

@@ -20,6 +20,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
+from bearpit.auth import api_token
 from chronicle.models import Event, Message
 from ledger import keystore
 from ledger.gateway.server import GatewayServer
@@ -31,7 +32,6 @@ from ledger.services.credentials import (
     remove_credential,
     rotate_credential,
 )
-from realms.api.auth import api_token
 from tests.conftest import REPO
 from tests.ledger.conftest import UPSTREAM_SECRET, mint, settled
 from tests.ledger.fake_upstream import FakeUpstream

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.test import Client, override_settings
 
+from bearpit.auth import api_token
 from ledger.models import VirtualKey
 from ledger.services.keys import MintError
 from ledger.services.profiles import (
@@ -21,7 +22,6 @@ from ledger.services.profiles import (
     resolve_agent_model,
     set_active_profile,
 )
-from realms.api.auth import api_token
 from tests.ledger.conftest import mint
 
 pytestmark = pytest.mark.django_db

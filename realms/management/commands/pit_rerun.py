@@ -6,13 +6,13 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from realms.embedded import driver
+from realms.embedded.platform import EmbeddedPlatform
 from realms.management.foreground import ForegroundCommand
 from realms.management.interrupts import Interrupts
 from realms.management.quiet import quiet_logs
 from realms.models import Realm
-from realms.services import follow
 from realms.services.conclude import interrupt_realm
-from realms.services.embedded import EmbeddedPlatform
 from realms.services.launch import LaunchError
 from realms.services.rerun import rerun_realm
 
@@ -56,15 +56,15 @@ class Command(ForegroundCommand):
                 f"validate: rerun of {options['realm']} ({options['mode']}) as {realm.realm_id}"
             )
             try:
-                state = follow.provision_and_start(realm.realm_id, self.say)
+                state = driver.provision_in_foreground(realm.realm_id, self.say)
             except KeyboardInterrupt:
                 interrupt_realm(realm.realm_id, "interrupted by the operator before the realm ran")
                 state = Realm.State.INTERRUPTED
             if state == Realm.State.RUNNING:
-                follow.run_to_end(realm.realm_id, self.say)
+                driver.run_to_end(realm.realm_id, self.say)
             interrupts.hold()
             self.stdout.write("")
-            self.stdout.write(follow.report(realm.realm_id))
+            self.stdout.write(driver.report(realm.realm_id))
         finally:
             interrupts.hold()
             platform.stop()

@@ -9,13 +9,13 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from realms.embedded import driver
+from realms.embedded.platform import EmbeddedPlatform
 from realms.management.foreground import ForegroundCommand
 from realms.management.interrupts import Interrupts
 from realms.management.quiet import quiet_logs
 from realms.models import Realm
-from realms.services import follow
 from realms.services.conclude import interrupt_realm
-from realms.services.embedded import EmbeddedPlatform
 from realms.services.launch import LaunchError, LaunchOptions, launch_realm, load_project
 from realms.services.providers import choose_provider
 
@@ -68,10 +68,10 @@ class Command(ForegroundCommand):
                 return
             if realm_id is None:
                 return
-            follow.run_to_end(realm_id, self.say)
+            driver.run_to_end(realm_id, self.say)
             interrupts.hold()
             self.stdout.write("")
-            self.stdout.write(follow.report(realm_id))
+            self.stdout.write(driver.report(realm_id))
         finally:
             interrupts.hold()
             platform.stop()
@@ -90,7 +90,7 @@ class Command(ForegroundCommand):
         if wanted:
             existing = Realm.objects.filter(realm_id=wanted).first()
             if existing is not None and not existing.is_terminal:
-                state = follow.resume(wanted, self.say)
+                state = driver.resume(wanted, self.say)
                 if state == Realm.State.RUNNING:
                     return wanted
                 self._finished(wanted)
@@ -123,7 +123,7 @@ class Command(ForegroundCommand):
         except LaunchError as exc:
             raise CommandError("launch refused:\n  " + "\n  ".join(exc.problems)) from exc
         self._launched = realm.realm_id
-        state = follow.provision_and_start(realm.realm_id, self.say)
+        state = driver.provision_in_foreground(realm.realm_id, self.say)
         if state != Realm.State.RUNNING:
             self._finished(realm.realm_id)
             return None
@@ -133,6 +133,6 @@ class Command(ForegroundCommand):
         realm = Realm.objects.get(realm_id=realm_id)
         self.stdout.write(f"{realm.state}: {realm_id} — {realm.conclusion_detail}")
         self.stdout.write("")
-        self.stdout.write(follow.report(realm_id))
+        self.stdout.write(driver.report(realm_id))
         if realm.state == Realm.State.FAILED:
             sys.exit(1)

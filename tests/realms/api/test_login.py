@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from realms.api import auth
+from bearpit import auth
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
 

@@ -7,9 +7,9 @@ import stat
 import pytest
 from django.utils import timezone
 
+from bearpit import auth
 from chronicle import selectors
 from chronicle.kinds import Kind
-from realms.api import auth
 from realms.models import Realm
 from tests.chronicle.realmkit import COMMONS, event, make_realm, running, say
 

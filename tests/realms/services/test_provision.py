@@ -17,9 +17,9 @@ from realms.services.launch import LaunchOptions, launch_realm
 from realms.services.messages import MessageError, send_operator_message
 from realms.services.provision import (
     ProvisionError,
+    mark_running,
     offline_script,
     provision_realm,
-    start_running,
 )
 from realms.services.rerun import rerun_realm
 from tests.conftest import REPO
@@ -57,7 +57,7 @@ def test_a_failed_sandbox_start_tears_everything_down(homeserver, platform_serve
     assert BusRealm.objects.get(realm_id=realm_id).closed_at is not None
     # A second delivery of the task finds nothing pending and does nothing.
     assert provision_realm(realm_id) is None
-    assert start_running(realm_id) is None
+    assert mark_running(realm_id) is None
 
 
 def test_a_bus_failure_stops_the_runtimes_started_early(homeserver, platform_server, realm_id):

@@ -26,10 +26,16 @@ from realms.herald.matrix import MatrixError
 from realms.herald.posting import post_as_agent
 from realms.models import Realm, RealmAgent
 from realms.services.launch import LaunchOptions, launch_realm
-from realms.services.provision import claim_for_provisioning, start_running
+from realms.services.provision import claim_for_provisioning, mark_running
 from realms.warden.models import WardenState
-from realms.warden.tasks import claim_tick, release_tick, tick_realm
 from realms.warden.tick import Stream
+from realms.warden.watch import (
+    claim_tick,
+    finish_concluding,
+    release_tick,
+    tick_realm,
+    watch_realm,
+)
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -81,7 +87,7 @@ def running_realm(pkg: Path, realm_id: str) -> Realm:
         allow_side_channels=False,
     )
     RealmAgent.objects.filter(realm=realm).update(state=RealmAgent.State.RUNNING)
-    assert start_running(realm_id) is not None
+    assert mark_running(realm_id) is not None
     return Realm.objects.get(realm_id=realm_id)
 
 
@@ -160,7 +166,9 @@ def test_a_driving_referee_round_runs_through_the_tick(
     (notes / "relay.md").write_text("teal, sage, rust\n")
     record_event(realm_id, Kind.VERDICT, {"outcome": "ping wins", "final": True})
     with override_settings(BEARPIT_CONCLUDE_GRACE_S=0):
-        result = tick_realm(realm_id)
+        # A worker's tick: it ends the realm, and queues the teardown as its own task
+        # (run here in this process, as there is no broker).
+        result = watch_realm(realm_id)
     assert result is not None and result.concluded == "referee_verdict"
     realm = Realm.objects.get(realm_id=realm_id)
     assert realm.state == Realm.State.ARCHIVED and realm.outcome == "ping wins"
@@ -325,9 +333,16 @@ def test_no_floor_is_granted_after_the_final_verdict(
     # rotation, but the realm is over, so nobody is handed the floor for round 2.
     record_event(realm_id, Kind.VERDICT, {"outcome": "ping wins", "final": True})
     speak(realm_id, "umpire", "🏁 MATCH OVER: ping wins.")
-    with override_settings(BEARPIT_CONCLUDE_GRACE_S=0):
-        result = tick_realm(realm_id)
+    result = tick_realm(realm_id)
     assert result is not None and result.concluded == "referee_verdict"
+    # The tick only claims the conclusion: the teardown, grace period included, is not
+    # the tick's to run.
+    assert Realm.objects.get(realm_id=realm_id).state == Realm.State.CONCLUDING
+    assert not said(realm_id, "REALM_ENDING")()
+    with override_settings(BEARPIT_CONCLUDE_GRACE_S=0):
+        assert finish_concluding(realm_id)
+    assert not finish_concluding(realm_id)  # a repeat delivery finds nothing to do
+    assert Realm.objects.get(realm_id=realm_id).state == Realm.State.ARCHIVED
     wait_for(said(realm_id, "REALM_ENDING — referee_verdict"), "the ending announcement")
     assert not Message.objects.filter(realm_id=realm_id, body__contains="(round 2)").exists()
     assert not [t for t in turns(realm_id) if t.get("current") and t.get("round") == 2]

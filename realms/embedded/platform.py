@@ -1,10 +1,11 @@
-"""The embedded default: everything a realm needs, in or under this one process.
+"""The embedded platform: everything a realm needs, in or under this one process.
 
 ``EmbeddedPlatform.start()`` migrates the SQLite database, serves the platform app
 (the homeserver pushes bus events to it), starts the homeserver unless one is
 already running, and serves the model gateway and realmtools on their sockets.
-``stop()`` stops exactly what ``start()`` started, in reverse order. Celery tasks run
-in this process (no broker), through the same task functions production uses.
+``stop()`` stops exactly what ``start()`` started, in reverse order. There is no
+broker: the foreground driver calls the service functions the tasks call, and a task
+queued by name runs in this process (``bearpit.queue``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
-"""Run one realm to its end from the calling process, with a progress line per phase.
+"""The foreground driver: run one realm to its end from the calling process, with a
+progress line per phase.
 
-``pit_up`` and ``pit_rerun`` use it in the embedded default: it provisions the
-realm through the same task function a worker runs, then ticks it (through the same
-claimed ``tick_realm``) until it is archived, printing live counts every few seconds.
-Ctrl-C concludes the realm as ``manual``; the report is written either way.
+``pit_up`` and ``pit_rerun`` use it in the embedded default: it provisions the realm
+through the same service function the ``realms.provision`` task calls, then ticks it
+(through the same claimed ``tick_realm``) until it is archived, printing live counts
+every few seconds. Where a worker queues the teardown of a realm its tick ended as the
+``warden.conclude`` task, the driver runs it itself. Ctrl-C concludes the realm as
+``manual``; the report is written either way.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from chronicle import selectors
 from chronicle.report import render_report
 from realms.models import Realm
 from realms.services.conclude import conclude_realm, finish_conclusion
+from realms.services.provision import bring_up_realm
 from realms.services.recovery import recover_realms
-from realms.warden import tasks
+from realms.warden.watch import finish_concluding, tick_realm
 
 Say = Callable[[str], None]
 
@@ -49,10 +53,11 @@ def _state(realm_id: str) -> str:
     return str(Realm.objects.values_list("state", flat=True).get(realm_id=realm_id))
 
 
-def provision_and_start(realm_id: str, say: Say) -> str:
+def provision_in_foreground(realm_id: str, say: Say) -> str:
+    """Provision the realm and mark it running, here; its state afterwards."""
     say(f"provision: realm {realm_id} — bus, keys, birth configs, sandboxes")
     began = time.monotonic()
-    tasks.provision(realm_id)
+    bring_up_realm(realm_id)
     state = _state(realm_id)
     if state == Realm.State.RUNNING:
         agents = Realm.objects.get(realm_id=realm_id).agents.count()
@@ -77,7 +82,9 @@ def run_to_end(
         while True:
             state = _state(realm_id)
             if state == Realm.State.RUNNING:
-                tasks.tick_realm(realm_id)
+                ticked = tick_realm(realm_id)
+                if ticked is not None and ticked.concluded is not None:
+                    finish_concluding(realm_id)
                 state = _state(realm_id)
             if state not in (Realm.State.RUNNING, Realm.State.PROVISIONING):
                 break
