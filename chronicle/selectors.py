@@ -14,7 +14,7 @@ from django.db.models import Max, QuerySet
 from chronicle.kinds import Kind, Lifecycle
 from chronicle.models import Event, Message
 from ledger.models import ProviderProfile
-from realms.models import Realm
+from realms.models import Realm, RealmAgent
 
 # Lifecycle values that describe the realm as a whole; the others (budget_exhausted,
 # agent_killed, teardown_error) are about one agent or one step and never a realm state.
@@ -157,6 +157,16 @@ def eliminated_agents(realm_id: str) -> frozenset[str]:
         for agent in (_as_dict(p).get("agent") for p in named)
         if isinstance(agent, str) and agent
     )
+
+
+def agents_out(realm_id: str) -> frozenset[str]:
+    """Who is out, the one rule the Warden and realmtools ask: eliminated by the referee,
+    or stopped for good by the platform (a budget kill)."""
+    stopped = RealmAgent.objects.filter(
+        realm__realm_id=realm_id,
+        state__in=[RealmAgent.State.ELIMINATED, RealmAgent.State.KILLED],
+    ).values_list("agent_id", flat=True)
+    return eliminated_agents(realm_id) | frozenset(stopped)
 
 
 def _round_at(realm_id: str, event: Event) -> int | None:

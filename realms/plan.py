@@ -425,23 +425,3 @@ def plan_of(realm: Realm) -> RealmPlan:
     plan = RealmPlan.parse(realm.project, realm.run_config)
     realm.__dict__[_CACHE_ATTR] = plan
     return plan
-
-
-def chronicled_plan(realm_id: str) -> RealmPlan:
-    """The plan as the ``running`` event chronicled it, for a realm whose row is gone."""
-    from chronicle import selectors
-
-    running = selectors.running_payload(realm_id) or {}
-    return RealmPlan.parse(running.get("project"), running.get("config"))
-
-
-def eliminated(realm_id: str) -> frozenset[str]:
-    """Who is out: eliminated by the referee, or stopped for good by the platform."""
-    from chronicle import selectors
-    from realms.models import RealmAgent
-
-    stopped = RealmAgent.objects.filter(
-        realm__realm_id=realm_id,
-        state__in=[RealmAgent.State.ELIMINATED, RealmAgent.State.KILLED],
-    ).values_list("agent_id", flat=True)
-    return selectors.eliminated_agents(realm_id) | frozenset(stopped)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from chronicle.selectors import agents_out
 from realms.packages.tools import canonical_tool_name
-from realms.plan import eliminated
 from realms.realmtools import granted
 from realms.realmtools.context import Caller
 from realms.realmtools.errors import Refusal
@@ -114,7 +114,7 @@ def check(name: str, caller: Caller) -> Rule:
     if reason is not None:
         raise Refusal(reason)
     if rule.acts:
-        if caller.agent_id in eliminated(caller.realm_id):
+        if caller.agent_id in agents_out(caller.realm_id):
             raise Refusal("you have been eliminated; you can no longer act in this realm")
         if not caller.facts.live:
             raise Refusal(f"the realm is not running (it is {caller.facts.state})")

@@ -1,6 +1,6 @@
 """Realm facts realmtools needs: the realm's plan, with its state read afresh per call.
 
-Roster order is turn order. Who is out comes from ``realms.plan.eliminated``, which
+Roster order is turn order. Who is out comes from ``chronicle.selectors.agents_out``, which
 reads the Chronicle, the record of what happened.
 """
 

@@ -19,7 +19,14 @@ from ledger.services.spend import realm_spend
 from realms.forge.layout import shared_dir
 from realms.models import Realm, RealmAgent
 from realms.packages.schema.common import parse_duration as package_duration
-from realms.plan import RealmPlan, chronicled_plan, is_referee_role, plan_of, referee_of
+from realms.plan import RealmPlan, is_referee_role, plan_of, referee_of
+
+
+def chronicled_plan(realm_id: str) -> RealmPlan:
+    """The plan as the ``running`` event chronicled it, for a realm whose row is gone."""
+    running = selectors.running_payload(realm_id) or {}
+    return RealmPlan.parse(running.get("project"), running.get("config"))
+
 
 SHARED_TEXT_LIMIT = 1_000_000  # bytes: larger files are counted but never read
 SHARED_FILE_LIMIT = 5_000  # files read per tick; a runaway folder must not stall the tick

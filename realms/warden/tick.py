@@ -28,6 +28,7 @@ from django.db.models import QuerySet
 
 from chronicle.kinds import Kind
 from chronicle.models import Event, Message, now_ms
+from chronicle.selectors import agents_out
 from chronicle.services import record_event
 from realms.forge.services import stop_agent_sandbox
 from realms.herald import floor, posting
@@ -36,7 +37,7 @@ from realms.herald.matrix import MatrixError, matrix_client
 from realms.herald.models import BusRoom
 from realms.herald.reconcile import reconcile
 from realms.models import Realm, RealmAgent
-from realms.plan import eliminated, plan_of
+from realms.plan import plan_of
 from realms.realmtools.machine.service import due_idle_nudges
 from realms.services import traces
 from realms.services.conclude import begin_conclusion
@@ -302,7 +303,7 @@ def run_tick(realm_id: str) -> TickResult:
                 for e in privates
             ],
             rooms=_dm_rooms(realm_id),
-            eliminated=set(eliminated(realm_id)),
+            eliminated=set(agents_out(realm_id)),
             quotas=plan_of(realm).dm_quotas(),
             round_number=tm.state.round if tm is not None else None,
             ledger=ledger,

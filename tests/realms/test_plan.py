@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from chronicle.kinds import Kind
+from chronicle.selectors import agents_out
 from ledger.services.profiles import seed_profiles
 from realms.models import Realm, RealmAgent
 from realms.plan import (
     DmRule,
     PlanAgent,
     RealmPlan,
-    eliminated,
     may_write,
     permitted_pairs,
     plan_of,
@@ -121,7 +121,7 @@ def test_who_is_out_reads_eliminations_and_agents_stopped_for_good() -> None:
     event(realm_id, Kind.ELIMINATION, {"agent": "bob", "reason": "caught"}, 1_000)
     event(realm_id, Kind.ELIMINATION, {"agent": None, "reason": "nobody out"}, 2_000)
     event("other-abc123", Kind.ELIMINATION, {"agent": "alice"}, 1_000)
-    assert eliminated(realm_id) == {"bob", "carol"}
+    assert agents_out(realm_id) == {"bob", "carol"}
 
 
 # A row as the current launch stores it (project snapshot and run_config), trimmed to

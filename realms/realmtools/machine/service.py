@@ -18,9 +18,9 @@ from django.db import transaction
 
 from chronicle.kinds import Kind
 from chronicle.models import Event, now_ms
+from chronicle.selectors import agents_out
 from chronicle.services import record_event
 from realms.packages.schema.machine import MachineDef
-from realms.plan import eliminated
 from realms.realmtools.context import Caller, realm_lock
 from realms.realmtools.errors import Refusal
 from realms.realmtools.facts import RealmFacts
@@ -206,7 +206,7 @@ def _write(
     """Append the GAME event first, then let the cache move on once it is committed."""
     lookup = _escrow_lookup(caller.realm_id)
     wake = loaded.machine.wakes(loaded.state, new, caller.agent_id, args or {}, lookup)
-    out = eliminated(caller.realm_id)
+    out = agents_out(caller.realm_id)
     payload["wake"] = [agent for agent in wake if agent not in out]
     event = record_event(caller.realm_id, Kind.GAME, payload, ts_ms=now_ms())
     after = Loaded(loaded.machine, new, loaded.machine_event_id, event.pk)

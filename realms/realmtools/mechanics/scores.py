@@ -12,8 +12,8 @@ from typing import Any
 
 from chronicle.kinds import Kind
 from chronicle.models import Event
+from chronicle.selectors import agents_out
 from chronicle.services import record_event
-from realms.plan import eliminated
 from realms.realmtools.context import Caller, realm_lock
 from realms.realmtools.errors import Refusal
 from realms.realmtools.mechanics.turns import latest_round
@@ -130,7 +130,7 @@ def eliminate(caller: Caller, agent: str, reason: str) -> dict[str, Any]:
         return {"eliminated": None, "note": "round closed, nobody removed"}
     name = _participant(caller, agent)
     with realm_lock(caller.realm_id):
-        if name in eliminated(caller.realm_id):
+        if name in agents_out(caller.realm_id):
             raise Refusal(f"{name} is already eliminated")
         record_event(
             caller.realm_id,
