@@ -14,7 +14,7 @@ Both talk to a real Synapse over its Unix socket, in a throw-away BEARPIT_HOME. 
 call the platform makes is synchronous (a Warden tick, a provisioning step, a Django
 view), and matrix-nio is asyncio only: using it there means an event loop per call or
 a loop thread beside Django, on top of the numbers here. The last line is one JSON
-object; docs/architecture-matrix.md records a run.
+object; docs/architecture.md records a run.
 """
 
 from __future__ import annotations
