@@ -194,12 +194,18 @@ def _deliver(realm_id: str, plan: Iterable[Deliver | Notice]) -> int:
     return sent
 
 
-def _wakes(realm_id: str, games: Sequence[Event]) -> None:
+def _wake_list(games: Sequence[Event]) -> list[str]:
+    """The agents this tick's machine steps wake, in order."""
+    woken: list[str] = []
     for event in games:
         wake = event.payload.get("wake") if isinstance(event.payload, dict) else None
-        for agent in wake or []:
-            if isinstance(agent, str) and agent:
-                posting.announce(realm_id, WAKE_TEXT.format(agent=agent), [agent])
+        woken += [agent for agent in wake or [] if isinstance(agent, str) and agent]
+    return woken
+
+
+def _wakes(realm_id: str, games: Sequence[Event]) -> None:
+    for agent in _wake_list(games):
+        posting.announce(realm_id, WAKE_TEXT.format(agent=agent), [agent])
 
 
 def _idle_nudges(realm_id: str, now: int) -> list[dict[str, Any]]:
@@ -310,9 +316,14 @@ def run_tick(realm_id: str) -> TickResult:
         )
         result.deliveries = _deliver(realm_id, plan)
     games: list[Event] = streams["game"].read(events.filter(kind=Kind.GAME))
-    _wakes(realm_id, games)
-    system_events += _idle_nudges(realm_id, now)
-    ending = _carry_out(realm, moves, turn_events)
+    # Termination first: a realm that ends at this tick wakes, nudges and hands the floor
+    # to nobody. The check costs a snapshot, so it is made only when something would post.
+    posts = _moves_floor(moves) or _wake_list(games) or due_idle_nudges(realm_id, now)
+    ending = _conclusion(realm) if posts else None
+    if ending is None:
+        _wakes(realm_id, games)
+        system_events += _idle_nudges(realm_id, now)
+    turn_events += _carry_out(realm, moves, ending)
 
     for stream in streams.values():
         stream.commit()
@@ -348,23 +359,18 @@ def _moves_floor(actions: Sequence[Action]) -> bool:
 
 
 def _carry_out(
-    realm: Realm, moves: Sequence[Action], turn_events: list[dict[str, Any]]
-) -> termination.Conclusion | None:
-    """Carry out the TurnManager's moves unless the realm ends at this tick.
+    realm: Realm, moves: Sequence[Action], ending: termination.Conclusion | None
+) -> list[dict[str, Any]]:
+    """Carry out the TurnManager's moves unless the realm ends at this tick; the turn
+    events to record.
 
-    A referee's closing post resumes the rotation like any other, so the termination
-    check comes first: a realm that is over hands nobody the floor. Only the records of
-    what already happened (removals, skips, a completed round) are kept then. The check
-    costs a snapshot, so it is made only on ticks that would move the floor.
+    A referee's closing post resumes the rotation like any other, so a realm that is over
+    hands nobody the floor: only the records of what already happened (removals, skips, a
+    completed round) are kept then.
     """
-    ending = _conclusion(realm) if _moves_floor(moves) else None
     if ending is None:
-        turn_events += apply_turn_actions(realm, moves)
-    else:
-        turn_events += [
-            a.payload for a in moves if isinstance(a, TurnEvent) and "event" in a.payload
-        ]
-    return ending
+        return apply_turn_actions(realm, moves)
+    return [a.payload for a in moves if isinstance(a, TurnEvent) and "event" in a.payload]
 
 
 def _conclusion(
@@ -403,15 +409,18 @@ def _police(realm: Realm, result: TickResult, ending: termination.Conclusion | N
         _begin(result, ending)
         return
     snapshot = build_snapshot(realm_id)
+    # Budgets first: a spent cap is chronicled (budget_exhausted) even on the tick it
+    # ends the realm. Then a realm that ends now is nudged for silence by nobody.
     budget.enforce_budgets(snapshot, stop_agent=lambda agent: _budget_stop(realm_id, agent))
+    conclusion = _conclusion(realm, snapshot)
+    if conclusion is not None:
+        _begin(result, conclusion)
+        return
     nudges.nudge_if_stalled(
         snapshot,
         post=lambda text, mentions: posting.announce(realm_id, text, mentions),
         enabled=plan_of(realm).stall_nudge,
     )
-    conclusion = _conclusion(realm, snapshot)
-    if conclusion is not None:
-        _begin(result, conclusion)
 
 
 def _begin(result: TickResult, ending: termination.Conclusion) -> None:

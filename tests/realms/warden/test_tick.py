@@ -316,6 +316,25 @@ def test_a_quiet_machine_nudges_its_after_s_role_once(
     )
 
 
+def test_a_realm_that_ends_at_this_tick_wakes_and_nudges_nobody(
+    homeserver, platform_server, realm_id, tmp_path
+) -> None:
+    running_realm(machine_package(tmp_path), realm_id)
+    declared = Event.objects.filter(realm_id=realm_id, kind=Kind.MACHINE).last()
+    assert declared is not None
+    tick_realm(realm_id)
+    # The idle nudge is due (the machine has been quiet for five minutes), a machine step
+    # would wake ping, and the referee has ruled: the realm ends, and nobody is called.
+    record_event(realm_id, Kind.MACHINE, declared.payload, ts_ms=declared.ts_ms - 300_000)
+    record_event(realm_id, Kind.GAME, {"event": "transition", "wake": ["ping"]})
+    record_event(realm_id, Kind.VERDICT, {"outcome": "ping wins", "final": True})
+    result = tick_realm(realm_id)
+    assert result is not None and result.concluded == "referee_verdict"
+    assert not Event.objects.filter(realm_id=realm_id, payload__event="machine_nudge").exists()
+    time.sleep(1.0)  # what was posted has had time to be mirrored back
+    assert not said(realm_id, "the machine is waiting on you")()
+
+
 def test_no_floor_is_granted_after_the_final_verdict(
     homeserver, platform_server, realm_id, tmp_path
 ) -> None:
