@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 
+from django.apps import apps
 from django.core.asgi import get_asgi_application
+from django.core.handlers.asgi import ASGIHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bearpit.settings")
 
-django_asgi = get_asgi_application()
+# Imported by a process that has set Django up already (the embedded platform, a command):
+# setting it up again would apply settings.LOGGING anew over the levels that process chose.
+django_asgi = ASGIHandler() if apps.ready else get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (needs Django set up)
 from django.conf import settings  # noqa: E402

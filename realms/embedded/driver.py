@@ -19,6 +19,7 @@ from django.conf import settings
 
 from chronicle import selectors
 from chronicle.report import render_report
+from realms.forge import layout
 from realms.models import Realm
 from realms.services.conclude import conclude_realm, finish_conclusion
 from realms.services.provision import bring_up_realm
@@ -111,6 +112,9 @@ def run_to_end(
     if not announced_end and realm.conclusion_reason:
         say(f"concluding: {realm.conclusion_reason} — {realm.conclusion_detail}")
     say(f"{realm.state}: {realm_id} — {counts(realm_id).line().removeprefix('running: ')}")
+    archive = layout.archive_dir(realm_id)
+    if realm.state == Realm.State.ARCHIVED and (archive / "manifest.json").is_file():
+        say(f"archive: {archive}")
     return str(realm.state)
 
 

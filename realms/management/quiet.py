@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import cast
-
-from django.conf import settings
 
 _PLATFORM_LOGGERS = ("bearpit", "realms", "ledger", "chronicle")
 
@@ -29,9 +26,5 @@ def quiet_logs(verbosity: int) -> None:
     if verbosity >= 2:
         return
     levels = {**dict.fromkeys(_PLATFORM_LOGGERS, "WARNING"), "django.request": "ERROR"}
-    # The servers the command starts set Django up again in their threads, which applies
-    # settings.LOGGING anew: the quieter levels go there too, not only on today's loggers.
-    loggers = cast("dict[str, dict[str, object]]", settings.LOGGING.setdefault("loggers", {}))
     for name, level in levels.items():
-        loggers[name] = {**loggers.get(name, {}), "level": level}
         logging.getLogger(name).setLevel(level)

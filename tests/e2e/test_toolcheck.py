@@ -50,10 +50,16 @@ def test_pit_up_runs_toolcheck_to_the_verdict(tmp_path: Path) -> None:
         "running:",
         "concluding:",
         "archived:",
+        "archive:",
     )
     noise = [line for line in before_report if line.strip() and not line.startswith(allowed)]
     assert not noise, out
     assert "concluding: referee_verdict — the referee ruled: ping wins the relay" in out
+    # Concluding wrote the archive, and the run says where.
+    (archive_line,) = [line for line in lines if line.startswith("archive: ")]
+    archive = Path(archive_line.removeprefix("archive: "))
+    assert archive.is_relative_to(home) and (archive / "manifest.json").is_file(), out
+    assert (archive / "report.md").is_file(), sorted(p.name for p in archive.iterdir())
     assert "# toolcheck — final report" in out
     assert "**Outcome:** ping wins the relay" in out
     assert "- ping: 1" in out and "- pong: 1" in out
