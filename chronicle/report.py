@@ -6,21 +6,19 @@ untrusted; it is served as ``text/markdown`` and never rendered as HTML by us.
 
 from __future__ import annotations
 
-from typing import Any
-
 from chronicle import selectors
 from realms.models import Realm
+from realms.plan import plan_of
 
 
 def realm_title(realm_id: str) -> str:
-    """The scenario's display name from the project snapshot, else ``Realm <id>``."""
-    for project in _project_snapshots(realm_id):
-        metadata = project.get("metadata")
-        if isinstance(metadata, dict):
-            name = metadata.get("name")
-            if isinstance(name, str) and name.strip():
-                return name.strip()
-    return f"Realm {realm_id}"
+    """The scenario's declared name (as chronicled, else from the Realm row), else
+    ``Realm <id>``."""
+    title = selectors.realm_plan(realm_id).title
+    if title is None:
+        row = Realm.objects.filter(realm_id=realm_id).first()
+        title = plan_of(row).title if row is not None else None
+    return title or f"Realm {realm_id}"
 
 
 def headline(realm_id: str) -> str:
@@ -155,15 +153,3 @@ def _elapsed(ms: int) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-def _project_snapshots(realm_id: str) -> list[dict[str, Any]]:
-    """Project snapshots that may name the realm: the running event's, then the Realm row's."""
-    found: list[dict[str, Any]] = []
-    running = selectors.running_payload(realm_id) or {}
-    if isinstance(running.get("project"), dict):
-        found.append(running["project"])
-    row = Realm.objects.filter(realm_id=realm_id).values_list("project", flat=True).first()
-    if isinstance(row, dict):
-        found.append(row)
-    return found

@@ -15,6 +15,7 @@ from chronicle.kinds import Kind, Lifecycle
 from chronicle.models import Event, Message
 from ledger.models import ProviderProfile
 from realms.models import Realm, RealmAgent
+from realms.plan import RealmPlan, plan_of
 
 # Lifecycle values that describe the realm as a whole; the others (budget_exhausted,
 # agent_killed, teardown_error) are about one agent or one step and never a realm state.
@@ -82,6 +83,16 @@ def running_payload(realm_id: str) -> dict[str, Any] | None:
     """The payload of the latest ``running`` lifecycle event (rooms, run_config, project)."""
     found = lifecycle_events(realm_id, Lifecycle.RUNNING)
     return _as_dict(found[-1].payload) if found else None
+
+
+def realm_plan(realm_id: str) -> RealmPlan:
+    """The realm's plan as its ``running`` event chronicled it, else from its row (a realm
+    that never ran), else an empty plan (a realm known to neither)."""
+    running = running_payload(realm_id)
+    if running is not None and (running.get("project") or running.get("config")):
+        return RealmPlan.parse(running.get("project"), running.get("config"))
+    row = Realm.objects.filter(realm_id=realm_id).first()
+    return plan_of(row) if row is not None else RealmPlan()
 
 
 def run_config(realm_id: str) -> dict[str, Any]:
@@ -206,7 +217,7 @@ def nominal_agents(realm_id: str) -> dict[str, str]:
             for agent, key in sorted(keys.items())
             if key.get("transport") == SCRIPTED
         }
-    if run_config(realm_id).get("provider") == OFFLINE_PROVIDER:
+    if realm_plan(realm_id).provider == OFFLINE_PROVIDER:
         return dict.fromkeys(spend_by_agent(realm_id), OFFLINE_PROVIDER)
     return {}
 

@@ -210,6 +210,10 @@ class RealmPlan:
     """Everything the stages of a realm read from its launch, typed and parsed once."""
 
     name: str = "realm"
+    title: str | None = None
+    """The package's declared name, when it declares one (the report's heading)."""
+    provider: str = ""
+    """The provider profile launch chose (``offline`` for the keyless scripted one)."""
     goals: tuple[str, ...] = ()
     guidelines: str | None = None
     restrictions: str | None = None
@@ -371,6 +375,10 @@ def _machine(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
+def _title(value: object) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
 def _parse(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> RealmPlan:
     spec = _map(project.get("spec"))
     meta = _map(project.get("metadata"))
@@ -388,6 +396,8 @@ def _parse(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> RealmPl
     tools = _map(spec.get("tools"))
     return RealmPlan(
         name=str(meta.get("name", "realm")),
+        title=_title(meta.get("name")),
+        provider=str(run_config.get("provider") or ""),
         goals=_texts(spec.get("goals")),
         guidelines=_opt_text(spec.get("guidelines")),
         restrictions=_opt_text(spec.get("restrictions")),

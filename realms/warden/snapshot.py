@@ -21,13 +21,6 @@ from realms.models import Realm, RealmAgent
 from realms.packages.schema.common import parse_duration as package_duration
 from realms.plan import RealmPlan, is_referee_role, plan_of, referee_of
 
-
-def chronicled_plan(realm_id: str) -> RealmPlan:
-    """The plan as the ``running`` event chronicled it, for a realm whose row is gone."""
-    running = selectors.running_payload(realm_id) or {}
-    return RealmPlan.parse(running.get("project"), running.get("config"))
-
-
 SHARED_TEXT_LIMIT = 1_000_000  # bytes: larger files are counted but never read
 SHARED_FILE_LIMIT = 5_000  # files read per tick; a runaway folder must not stall the tick
 
@@ -165,7 +158,7 @@ def build_snapshot(
     files, changed = read_shared_folder(shared_dir(realm_id))
     machine_state, terminal = machine_position(realm_id)
     # A realm known only to the Chronicle is planned from its ``running`` event.
-    plan = plan_of(realm) if realm is not None else chronicled_plan(realm_id)
+    plan = plan_of(realm) if realm is not None else selectors.realm_plan(realm_id)
     return LiveSnapshot(
         realm_id=realm_id,
         now_ms=now,
@@ -232,7 +225,7 @@ def agent_states(realm_id: str, realm: Realm | None, plan: RealmPlan) -> dict[st
     if not rows:
         rows = [
             {"id": a.id, "role": a.role, "budget_usd": a.budget_usd, "on_exhausted": a.on_exhausted}
-            for a in chronicled_plan(realm_id).agents
+            for a in selectors.realm_plan(realm_id).agents
         ]
 
     graces = {a.id: a.grace_s for a in plan.agents if a.grace_s is not None}
