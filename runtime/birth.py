@@ -80,6 +80,7 @@ class Limits(Record):
     max_consecutive_errors: int = field(default=3, metadata=constraint(ge=1))
     provider_retries: int = field(default=2, metadata=constraint(ge=0))
     backoff_base_s: float = field(default=2.0, metadata=constraint(ge=0))
+    gateway_wait_s: float = field(default=180.0, metadata=constraint(ge=0))
     tool_timeout_s: float = field(default=120.0, metadata=constraint(gt=0))
     max_tool_output_chars: int = field(default=24_000, metadata=constraint(ge=1000))
     tool_preview_chars: int = field(default=2000, metadata=constraint(ge=200))

@@ -48,6 +48,13 @@ class BudgetExceeded(ProviderError):
         super().__init__(message, status=status, retryable=False)
 
 
+class GatewayUnreachable(ProviderError):
+    """Nothing answers at the gateway's address: the platform is restarting (or gone)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True)
+
+
 class ContextOverflow(ProviderError):
     def __init__(self, message: str, status: int | None) -> None:
         super().__init__(message, status=status, retryable=False)
@@ -206,11 +213,34 @@ class ModelClient:
         return body
 
     async def complete(self, body: dict[str, Any], *, json_tools: bool) -> ModelReply:
-        """Send one request, retrying what can be retried; raise ProviderError otherwise."""
+        """Send one request, retrying what can be retried; raise ProviderError otherwise.
+
+        A gateway nobody answers at is the platform restarting: the turn waits for it (up to
+        ``gateway_wait_s``, trying every couple of seconds) instead of spending its retries
+        and giving up, so a platform restart costs an agent no turn.
+        """
         attempt = 0
+        unreachable_since: float | None = None
         while True:
             try:
                 return await self._once(body, json_tools=json_tools)
+            except GatewayUnreachable as exc:
+                now = time.monotonic()
+                if unreachable_since is None:
+                    unreachable_since = now
+                    self._trace.emit("gateway_unreachable", error=str(exc)[:300])
+                if now - unreachable_since >= self._limits.gateway_wait_s:
+                    self._trace.emit(
+                        "provider_error",
+                        status=None,
+                        error=str(exc)[:300],
+                        kind=type(exc).__name__,
+                        retryable=False,
+                        attempt=attempt,
+                    )
+                    raise
+                await asyncio.sleep(min(2.0, max(0.05, self._limits.backoff_base_s)))
+                continue
             except ProviderError as exc:
                 self._trace.emit(
                     "provider_error",
@@ -233,8 +263,12 @@ class ModelClient:
             response = await self._http.post("chat/completions", json=body)
         except httpx.TimeoutException as exc:
             raise ProviderError(f"model request timed out: {exc}", retryable=True) from None
+        except httpx.ConnectError as exc:
+            raise GatewayUnreachable(f"cannot reach the model endpoint: {exc}") from None
         except httpx.TransportError as exc:
-            raise ProviderError(f"cannot reach the model endpoint: {exc}", retryable=True) from None
+            raise ProviderError(
+                f"the model endpoint dropped the call: {exc}", retryable=True
+            ) from None
         latency = time.monotonic() - started
         if response.status_code >= 400:
             raise classify(response.status_code, response.content)

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
 
 from runtime.loop import Termination
 from tests.runtime.conftest import birth, make_loop, trace_events
-from tests.runtime.provider import Fail, call, reply
+from tests.runtime.provider import Fail, ScriptedProvider, call, reply, serve
 from tests.runtime.tools_for_tests import ALL, ALLOW
 
 pytestmark = pytest.mark.timeout(30)
@@ -113,6 +115,37 @@ async def test_retries_give_up_after_the_configured_count(tmp_path, provider):
     result = await make_loop(config).run_turn("go")
     assert result.termination is Termination.PROVIDER_ERROR
     assert len(provider.requests) == 3  # one try + provider_retries (2)
+
+
+async def test_a_turn_waits_for_a_gateway_that_is_restarting(tmp_path, short_tmp):
+    scripted = ScriptedProvider(script=[reply("made it")])
+    sock = short_tmp / "later.sock"  # nothing listens yet: the platform is restarting
+    config = birth(tmp_path, sock, limits={"backoff_base_s": 0.05, "provider_retries": 0})
+
+    async def come_back() -> None:
+        await asyncio.sleep(0.6)
+        async with serve(scripted.app(), uds=sock):
+            while not scripted.requests:
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.2)
+
+    back = asyncio.create_task(come_back())
+    result = await make_loop(config).run_turn("go")
+    await back
+    assert result.termination is Termination.COMPLETED
+    assert len(scripted.requests) == 1
+    waits = [e for e in trace_events(config) if e["type"] == "gateway_unreachable"]
+    assert len(waits) == 1  # traced once, not once per try
+
+
+async def test_a_gateway_gone_for_good_ends_the_turn_after_the_wait(tmp_path, short_tmp):
+    config = birth(
+        tmp_path, short_tmp / "never.sock", limits={"backoff_base_s": 0.05, "gateway_wait_s": 0.3}
+    )
+    started = time.monotonic()
+    result = await make_loop(config).run_turn("go")
+    assert result.termination is Termination.PROVIDER_ERROR
+    assert 0.3 <= time.monotonic() - started < 5
 
 
 async def test_no_retry_when_the_gateway_says_it_cannot_help(tmp_path, provider):
