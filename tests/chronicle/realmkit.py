@@ -1,14 +1,14 @@
-"""Building realms by hand for tests: a Realm row, its roster, and Chronicle rows."""
+"""Realms for Chronicle tests: a launched realm, and Chronicle rows written by hand."""
 
 from __future__ import annotations
 
 import itertools
-from decimal import Decimal
 from typing import Any
 
 from chronicle.kinds import Kind
 from chronicle.models import Event, Message
 from realms.models import Realm, RealmAgent
+from tests.fixtures.realms import build_realm
 
 _ids = itertools.count(1)
 COMMONS = "!commons:bearpit.local"
@@ -22,25 +22,20 @@ def make_realm(
     project: dict[str, Any] | None = None,
     **fields: Any,
 ) -> Realm:
-    """A realm with a roster; each agent dict: id, role, budget, on_exhausted."""
-    realm = Realm.objects.create(
-        realm_id=realm_id,
-        package_name=fields.pop("package_name", "demo"),
-        project=project or {"metadata": {"name": "Demo Realm"}, "spec": {}, "agents": []},
+    """A launched realm (``tests.fixtures.realms.build_realm``) whose agents run, as
+    the Chronicle rows these tests write assume; each agent dict: id, role, budget,
+    on_exhausted, state. ``project`` gives the name and spec."""
+    project = project or {}
+    return build_realm(
+        realm_id,
+        name=(project.get("metadata") or {}).get("name", "Demo Realm"),
+        spec=project.get("spec"),
+        agents=[
+            {"state": RealmAgent.State.RUNNING, **spec} for spec in agents or [{"id": "alice"}]
+        ],
+        state=fields.pop("state", Realm.State.PENDING),
         **fields,
     )
-    for position, spec in enumerate(agents or []):
-        budget = spec.get("budget")
-        RealmAgent.objects.create(
-            realm=realm,
-            agent_id=spec["id"],
-            position=position,
-            role=spec.get("role", "participant"),
-            budget_usd=None if budget is None else Decimal(str(budget)),
-            on_exhausted=spec.get("on_exhausted", "starve"),
-            state=spec.get("state", RealmAgent.State.RUNNING),
-        )
-    return realm
 
 
 def event(realm_id: str, kind: Kind | str, payload: dict[str, Any], ts: int) -> Event:

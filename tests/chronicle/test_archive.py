@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 from decimal import Decimal
 
 import pytest
@@ -83,7 +84,8 @@ def test_the_archive_holds_everything_needed_to_read_and_rerun_the_realm():
     assert "**Outcome:** ping relayed" in (folder / "report.md").read_text()
 
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
-    assert [e["kind"] for e in events] == ["lifecycle", "spend", "verdict", "key"]
+    # the launch chronicled the tool manifest before the test's own events
+    assert [e["kind"] for e in events] == ["lifecycle", "spend", "verdict", "tool_manifest", "key"]
     assert events[2]["payload"] == {"outcome": "ping relayed", "final": True}
     messages = [json.loads(line) for line in (folder / "messages.jsonl").read_text().splitlines()]
     assert messages[0]["body"] == "go" and messages[0]["sender_agent"] == "ping"
@@ -176,7 +178,9 @@ def test_unknown_or_malformed_realms_are_refused(tmp_path):
 
 
 def test_a_realm_without_stored_package_files_says_so(tmp_path):
-    make_realm("bare-abc123")
+    realm = make_realm("bare-abc123")
+    # The folder it was launched from is gone and the library holds no copy.
+    shutil.rmtree(realm.package_path)
     manifest = json.loads((archive_realm("bare-abc123", tmp_path) / "manifest.json").read_text())
     assert manifest["package"]["sha256"] is None
     assert "not available" in manifest["package"]["note"]

@@ -49,6 +49,7 @@ def chronicle_a_duel(*, verdict: bool) -> None:
 
 def test_the_report_of_a_realm_with_a_verdict():
     chronicle_a_duel(verdict=True)
+    # fourteen events chronicled here and the launch's TOOL_MANIFEST
     assert render_report(REALM) == (
         "# Rock Duel — final report\n"
         "\n"
@@ -80,7 +81,7 @@ def test_the_report_of_a_realm_with_a_verdict():
         "- bob: 2 calls, $0.0030\n"
         "- **total: $0.0030**\n"
         "\n"
-        "_2 messages, 14 events chronicled._\n"
+        "_2 messages, 15 events chronicled._\n"
     )
 
 
@@ -225,6 +226,7 @@ def test_without_a_verdict_the_headline_says_how_the_realm_concluded():
 
 def test_an_empty_realm_reports_no_spend_and_an_open_outcome():
     make_realm("quiet-abc123", project={"metadata": {"name": "Quiet"}})
+    # the one event is the TOOL_MANIFEST every launch chronicles
     assert render_report("quiet-abc123") == (
         "# Quiet — final report\n"
         "\n"
@@ -233,7 +235,7 @@ def test_an_empty_realm_reports_no_spend_and_an_open_outcome():
         "## Spend\n"
         "- (no spend recorded)\n"
         "\n"
-        "_0 messages, 0 events chronicled._\n"
+        "_0 messages, 1 events chronicled._\n"
     )
 
 

@@ -46,7 +46,7 @@ def test_status_shows_state_events_and_spend():
     build()
     out = run("pit_status", REALM)
     assert "state:    running\n" in out
-    assert "events:   3\n" in out
+    assert "events:   4\n" in out  # the launch's TOOL_MANIFEST and three more
     assert "  alice: $0.0123\n" in out and "  bob: $0.5000\n" in out
     assert "  total: $0.5123\n" in out
 

@@ -146,8 +146,8 @@ def test_the_host_allowlist_applies(client):
 
 
 def test_list_realms(api):
-    build_realm()
     make_realm("older-abc123", state=Realm.State.ARCHIVED)
+    build_realm()
     body = api.get("/api/realms").json()
     assert body["realms"][0] == {"realm_id": REALM, "state": "running", "active": True}
     assert {"realm_id": "older-abc123", "state": "archived", "active": False} in body["realms"]
@@ -164,7 +164,8 @@ def test_status_of_a_running_realm(api):
     assert body["tokens"] == {"alice": {"in": 100, "out": 20}} and body["total_tokens"] == 120
     assert body["scores"] == {"alice": 3.0} and body["score_discrepancy"] is False
     assert body["violations"] == [{"agent": "bob", "reason": "spoke twice"}]
-    assert body["messages"] == 2 and body["events"] == 7
+    # seven chronicled here, and the TOOL_MANIFEST the launch recorded
+    assert body["messages"] == 2 and body["events"] == 8
     assert body["config"]["provider"] == "offline"
     assert body["error"] is None
 
@@ -225,7 +226,7 @@ def test_events_route_filters_by_kind_and_keeps_the_latest(api):
     build_realm()
     all_events = api.get(f"/api/realms/{REALM}/events").json()["events"]
     assert [e["kind"] for e in all_events][:2] == ["lifecycle", "lifecycle"]
-    assert len(all_events) == 7
+    assert len(all_events) == 8  # with the launch's TOOL_MANIFEST
     lifecycle = api.get(f"/api/realms/{REALM}/events?kind=lifecycle&limit=1").json()["events"]
     assert lifecycle == [
         {

@@ -47,11 +47,10 @@ def realm_with(policy: str, grace: str | None = None):
     budget = {"max_usd": 1.0, "on_exhausted": policy}
     if grace:
         budget["grace_period"] = grace
-    project = {"metadata": {"name": "Budget"}, "agents": [{"id": "alice", "budget": budget}]}
     make_realm(
         REALM,
-        agents=[{"id": "alice", "budget": 1.0, "on_exhausted": policy}, {"id": "bob"}],
-        project=project,
+        agents=[{"id": "alice", "budget": budget}, {"id": "bob"}],
+        project={"metadata": {"name": "Budget"}},
     )
     running(REALM, ts=T0)
 
