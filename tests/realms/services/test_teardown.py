@@ -51,6 +51,7 @@ def live_realm(realm_id: str, state: str, *, bus: bool = False) -> Realm:
     shared.mkdir(parents=True, exist_ok=True)
     (shared / "report.md").write_text("the findings")
     if bus:
+        # By hand: provisioning would need a homeserver, and this bus must have none.
         row = BusRealm.objects.create(
             realm_id=realm_id, system_user_id="@sys:test", operator_user_id="@op:test"
         )
