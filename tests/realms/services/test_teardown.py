@@ -12,32 +12,28 @@ from chronicle.kinds import Kind, Lifecycle
 from chronicle.models import Event
 from ledger.models import VirtualKey
 from ledger.services.keys import mint_virtual_key
-from ledger.services.profiles import seed_profiles
 from realms.forge import layout
 from realms.herald.models import BusRealm, BusRoom
 from realms.models import Realm
 from realms.services.conclude import conclude_realm, finish_conclusion, interrupt_realm
-from realms.services.launch import LaunchOptions, launch_realm
 from realms.services.provision import fail_realm
-from tests.conftest import REPO
+from tests.fixtures.realms import build_realm
 
-TOOLCHECK = REPO / "examples" / "toolcheck"
 pytestmark = pytest.mark.django_db
 
 ARCHIVE_FILES = {"transcript.txt", "report.md", "events.jsonl", "messages.jsonl", "manifest.json"}
 
 
-@pytest.fixture(autouse=True)
-def profiles() -> None:
-    seed_profiles()
-
-
 def live_realm(realm_id: str, state: str, *, bus: bool = False) -> Realm:
     """A launched realm with keys, a declared output in its shared folder and, if asked,
     a bus whose homeserver cannot be reached."""
-    realm = launch_realm(TOOLCHECK, LaunchOptions(realm_id=realm_id))
-    spec = {**(realm.project.get("spec") or {}), "outputs": ["report.md"]}
-    Realm.objects.filter(pk=realm.pk).update(state=state, project={**realm.project, "spec": spec})
+    realm = build_realm(
+        realm_id,
+        name="teardown",
+        agents=[{"id": "ping"}, {"id": "pong"}, {"id": "umpire", "role": "referee"}],
+        spec={"environment": {"shared_folder": {"enabled": True}}, "outputs": ["report.md"]},
+        state=state,
+    )
     for agent in realm.run_config["agents"]:
         mint_virtual_key(
             realm_id=realm_id,
