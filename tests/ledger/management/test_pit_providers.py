@@ -27,9 +27,8 @@ def test_list_marks_the_active_profile_and_use_switches_it(profiles: None) -> No
     assert any(line.startswith("  azure\tlitellm\t") for line in listing), listing
     assert run("use", "azure") == "active provider: azure\n"
     assert active_provider_name() == "azure"
-    assert [line for line in run("list").splitlines() if line.startswith("* ")][0].startswith(
-        "* azure\t"
-    )
+    marked = [line.split("\t")[0] for line in run("list").splitlines() if line.startswith("* ")]
+    assert marked == ["* azure"]
     with pytest.raises(CommandError, match="nonesuch"):
         run("use", "nonesuch")
     assert active_provider_name() == "azure"
