@@ -1,4 +1,5 @@
-"""Realms for Chronicle tests: a launched realm, and Chronicle rows written by hand."""
+"""Chronicle rows written by hand for tests (the realm itself is launched:
+``tests.fixtures.realms.build_realm``)."""
 
 from __future__ import annotations
 
@@ -7,35 +8,10 @@ from typing import Any
 
 from chronicle.kinds import Kind
 from chronicle.models import Event, Message
-from realms.models import Realm, RealmAgent
-from tests.fixtures.realms import build_realm
 
 _ids = itertools.count(1)
 COMMONS = "!commons:bearpit.local"
 DM_AB = "!dm-ab:bearpit.local"
-
-
-def make_realm(
-    realm_id: str = "demo-abc123",
-    *,
-    agents: list[dict[str, Any]] | None = None,
-    project: dict[str, Any] | None = None,
-    **fields: Any,
-) -> Realm:
-    """A launched realm (``tests.fixtures.realms.build_realm``) whose agents run, as
-    the Chronicle rows these tests write assume; each agent dict: id, role, budget,
-    on_exhausted, state. ``project`` gives the name and spec."""
-    project = project or {}
-    return build_realm(
-        realm_id,
-        name=(project.get("metadata") or {}).get("name", "Demo Realm"),
-        spec=project.get("spec"),
-        agents=[
-            {"state": RealmAgent.State.RUNNING, **spec} for spec in agents or [{"id": "alice"}]
-        ],
-        state=fields.pop("state", Realm.State.PENDING),
-        **fields,
-    )
 
 
 def event(realm_id: str, kind: Kind | str, payload: dict[str, Any], ts: int) -> Event:

@@ -8,7 +8,8 @@ from django.core.management import call_command
 
 from chronicle.kinds import Kind
 from realms.models import Realm
-from tests.chronicle.realmkit import event, make_realm, running, say
+from tests.chronicle.realmkit import event, running, say
+from tests.fixtures.realms import build_realm
 
 REALM = "cli-abc123"
 
@@ -20,7 +21,7 @@ def run(*args: str) -> str:
 
 
 def build() -> None:
-    make_realm(REALM, state=Realm.State.RUNNING, project={"metadata": {"name": "CLI"}})
+    build_realm(REALM, state=Realm.State.RUNNING, name="CLI")
     running(REALM, ts=1_000)
     for i in range(25):
         say(REALM, f"message {i}", 2_000 + i, agent="alice" if i % 2 else "bob")

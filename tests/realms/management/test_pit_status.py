@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import CommandError
 
-from tests.chronicle.realmkit import make_realm
+from tests.fixtures.realms import build_realm
 
 from .cli import REALM, build, run
 
@@ -32,5 +32,5 @@ def test_status_shows_state_events_and_spend():
 
 
 def test_status_without_spend():
-    make_realm("idle-abc123")
+    build_realm("idle-abc123")
     assert "(no spend recorded)" in run("pit_status", "idle-abc123")

@@ -9,7 +9,8 @@ from django.core.management import CommandError
 
 from chronicle.models import now_ms
 from realms.models import Realm
-from tests.chronicle.realmkit import make_realm, running, say
+from tests.chronicle.realmkit import running, say
+from tests.fixtures.realms import build_realm
 
 from .cli import REALM, build, run
 
@@ -40,7 +41,7 @@ def test_tail_prints_the_last_messages():
 
 
 def test_tail_prints_one_line_per_message_and_full_prints_all():
-    make_realm(REALM, state=Realm.State.RUNNING)
+    build_realm(REALM, state=Realm.State.RUNNING)
     running(REALM, ts=now_ms())
     say(REALM, "Rules:\n- one\n" + "z" * 400, now_ms(), agent="umpire")
     short = run("pit_tail", REALM).splitlines()
