@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -25,9 +26,7 @@ pytestmark = pytest.mark.django_db
 ROSTER = [{"id": "ping"}, {"id": "pong"}, {"id": "umpire", "role": "referee"}]
 
 
-def realm_in(
-    state: str, realm_id: str, spec: dict[str, object] | None = None, **fields: object
-) -> Realm:
+def realm_in(state: str, realm_id: str, spec: dict[str, Any] | None = None, **fields: Any) -> Realm:
     return build_realm(realm_id, name="recovery", agents=ROSTER, spec=spec, state=state, **fields)
 
 
