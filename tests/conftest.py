@@ -11,6 +11,7 @@ pytest_plugins = [
     "tests.fixtures.gate",
     "tests.fixtures.homeserver",
     "tests.fixtures.podman",
+    "tests.fixtures.realms",
 ]
 
 REPO = Path(__file__).resolve().parent.parent

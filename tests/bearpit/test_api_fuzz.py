@@ -35,7 +35,7 @@ _shaped = st.dictionaries(_launch_keys, _json, max_size=5)
 
 
 @pytest.fixture(autouse=True)
-def _realm(settings):
+def _token(settings):
     settings.BEARPIT_API_TOKEN = TOKEN
 
 

@@ -1,46 +1,17 @@
-"""Building realms by hand for tests: a Realm row, its roster, and Chronicle rows."""
+"""Chronicle rows written by hand for tests (the realm itself is launched:
+``tests.fixtures.realms.build_realm``)."""
 
 from __future__ import annotations
 
 import itertools
-from decimal import Decimal
 from typing import Any
 
 from chronicle.kinds import Kind
 from chronicle.models import Event, Message
-from realms.models import Realm, RealmAgent
 
 _ids = itertools.count(1)
 COMMONS = "!commons:bearpit.local"
 DM_AB = "!dm-ab:bearpit.local"
-
-
-def make_realm(
-    realm_id: str = "demo-abc123",
-    *,
-    agents: list[dict[str, Any]] | None = None,
-    project: dict[str, Any] | None = None,
-    **fields: Any,
-) -> Realm:
-    """A realm with a roster; each agent dict: id, role, budget, on_exhausted."""
-    realm = Realm.objects.create(
-        realm_id=realm_id,
-        package_name=fields.pop("package_name", "demo"),
-        project=project or {"metadata": {"name": "Demo Realm"}, "spec": {}, "agents": []},
-        **fields,
-    )
-    for position, spec in enumerate(agents or []):
-        budget = spec.get("budget")
-        RealmAgent.objects.create(
-            realm=realm,
-            agent_id=spec["id"],
-            position=position,
-            role=spec.get("role", "participant"),
-            budget_usd=None if budget is None else Decimal(str(budget)),
-            on_exhausted=spec.get("on_exhausted", "starve"),
-            state=spec.get("state", RealmAgent.State.RUNNING),
-        )
-    return realm
 
 
 def event(realm_id: str, kind: Kind | str, payload: dict[str, Any], ts: int) -> Event:

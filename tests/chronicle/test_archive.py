@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 from decimal import Decimal
 
 import pytest
@@ -16,7 +17,8 @@ from ledger.models import VirtualKey
 from ledger.services.keys import mint_virtual_key
 from realms.forge.layout import realm_dir
 from realms.models import Realm, Scenario, ScenarioFile
-from tests.chronicle.realmkit import event, make_realm, running, say
+from tests.chronicle.realmkit import event, running, say
+from tests.fixtures.realms import build_realm
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.django_db]
 
@@ -46,14 +48,12 @@ def _home(settings, tmp_path):
     settings.BEARPIT_HOME = tmp_path / "home"
 
 
-def build_realm() -> Realm:
+def build_relay() -> Realm:
     scenario = Scenario.objects.create(name="relay", title="Relay")
     files = {"project.json": b'{"metadata": {"name": "Relay"}}', "agents/ping/persona.md": b"hi"}
     for path, content in files.items():
         ScenarioFile.objects.create(scenario=scenario, path=path, content=content)
-    realm = make_realm(
-        REALM, project={"metadata": {"name": "Relay"}}, scenario=scenario, package_name="relay"
-    )
+    realm = build_realm(REALM, name="Relay", scenario=scenario, package_name="relay")
     running(REALM, ts=1_000, config=RUN_CONFIG)
     say(REALM, "go", 1_100, agent="ping")
     event(REALM, Kind.SPEND, {"agent": "ping", "usd": 0.01}, 1_200)
@@ -75,7 +75,7 @@ def build_realm() -> Realm:
 
 
 def test_the_archive_holds_everything_needed_to_read_and_rerun_the_realm():
-    build_realm()
+    build_relay()
     folder = archive_realm(REALM)
     assert folder == realm_dir(REALM) / "archive"
     assert (folder / "transcript.txt").read_text() == render_transcript(REALM)
@@ -83,7 +83,8 @@ def test_the_archive_holds_everything_needed_to_read_and_rerun_the_realm():
     assert "**Outcome:** ping relayed" in (folder / "report.md").read_text()
 
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
-    assert [e["kind"] for e in events] == ["lifecycle", "spend", "verdict", "key"]
+    # the launch chronicled the tool manifest before the test's own events
+    assert [e["kind"] for e in events] == ["lifecycle", "spend", "verdict", "tool_manifest", "key"]
     assert events[2]["payload"] == {"outcome": "ping relayed", "final": True}
     messages = [json.loads(line) for line in (folder / "messages.jsonl").read_text().splitlines()]
     assert messages[0]["body"] == "go" and messages[0]["sender_agent"] == "ping"
@@ -93,7 +94,7 @@ def test_the_archive_holds_everything_needed_to_read_and_rerun_the_realm():
 
 
 def test_the_manifest_pins_package_models_prices_parameters_and_software():
-    build_realm()
+    build_relay()
     manifest = json.loads((archive_realm(REALM) / "manifest.json").read_text())
     files = {"project.json": b'{"metadata": {"name": "Relay"}}', "agents/ping/persona.md": b"hi"}
     total, per_file = package_digest(files)
@@ -127,7 +128,7 @@ def test_the_manifest_pins_package_models_prices_parameters_and_software():
 
 
 def test_prices_and_spend_come_from_the_chronicle_once_the_keys_are_gone():
-    build_realm()
+    build_relay()
     VirtualKey.objects.filter(realm_id=REALM).delete()
     folder = archive_realm(REALM)
     umpire = json.loads((folder / "manifest.json").read_text())["agents"]["umpire"]
@@ -146,7 +147,7 @@ def test_a_package_digest_changes_with_any_file():
 
 
 def test_archive_into_an_output_folder_and_rewrite_it(tmp_path):
-    build_realm()
+    build_relay()
     out = tmp_path / "exports"
     folder = archive_realm(REALM, out)
     assert folder == out / REALM
@@ -158,7 +159,7 @@ def test_archive_into_an_output_folder_and_rewrite_it(tmp_path):
 
 
 def test_symlinks_in_outputs_are_kept_as_links_never_followed(tmp_path):
-    build_realm()
+    build_relay()
     secret = tmp_path / "outside.txt"
     secret.write_text("host file")
     os.symlink(secret, realm_dir(REALM) / "outputs" / "leak.txt")
@@ -176,7 +177,9 @@ def test_unknown_or_malformed_realms_are_refused(tmp_path):
 
 
 def test_a_realm_without_stored_package_files_says_so(tmp_path):
-    make_realm("bare-abc123")
+    realm = build_realm("bare-abc123")
+    # The folder it was launched from is gone and the library holds no copy.
+    shutil.rmtree(realm.package_path)
     manifest = json.loads((archive_realm("bare-abc123", tmp_path) / "manifest.json").read_text())
     assert manifest["package"]["sha256"] is None
     assert "not available" in manifest["package"]["note"]

@@ -26,16 +26,13 @@ from chronicle.archive import archive_realm
 from chronicle.models import Event, Message
 from chronicle.report import render_report
 from realms.api.status import realm_status
-from realms.models import Realm, RealmAgent
 from realms.warden import budget, nudges, termination
 from realms.warden.snapshot import build_snapshot
+from tests.fixtures.realms import build_realm
 
 R = "pg-abc123"
-realm = Realm.objects.create(realm_id=R, package_name="pg", state="running",
-                             project={"metadata": {"name": "PG Realm"}})
-RealmAgent.objects.create(realm=realm, agent_id="alice", position=0, budget_usd=1,
-                          on_exhausted="kill", state="running")
-RealmAgent.objects.create(realm=realm, agent_id="bob", position=1, state="running")
+build_realm(R, name="PG Realm", state="running",
+            agents=[{"id": "alice", "budget": 1, "on_exhausted": "kill"}, {"id": "bob"}])
 def ev(kind, payload, ts):
     Event.objects.create(realm_id=R, kind=kind, payload=payload, ts_ms=ts)
 ev("lifecycle", {"event": "running", "commons_room": "!c:x", "side_channels": {}}, 1000)

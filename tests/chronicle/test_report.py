@@ -4,7 +4,8 @@ import pytest
 
 from chronicle.kinds import Kind
 from chronicle.report import render_report
-from tests.chronicle.realmkit import event, make_realm, running, say
+from tests.chronicle.realmkit import event, running, say
+from tests.fixtures.realms import build_realm
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.django_db]
 
@@ -12,8 +13,8 @@ REALM = "duel-abc123"
 
 
 def chronicle_a_duel(*, verdict: bool) -> None:
-    make_realm(REALM, project={"metadata": {"name": "Rock Duel"}})
-    running(REALM, ts=1_000, project={"metadata": {"name": "Rock Duel"}})
+    build_realm(REALM, name="Rock Duel")
+    running(REALM, ts=1_000, name="Rock Duel")
     say(REALM, "ready", 1_100, agent="alice")
     say(REALM, "rock", 1_200, agent="bob")
     event(REALM, Kind.SPEND, {"agent": "bob", "usd": 0.002, "tokens_in": 10}, 1_300)
@@ -49,6 +50,7 @@ def chronicle_a_duel(*, verdict: bool) -> None:
 
 def test_the_report_of_a_realm_with_a_verdict():
     chronicle_a_duel(verdict=True)
+    # fourteen events chronicled here and the launch's TOOL_MANIFEST
     assert render_report(REALM) == (
         "# Rock Duel — final report\n"
         "\n"
@@ -80,12 +82,12 @@ def test_the_report_of_a_realm_with_a_verdict():
         "- bob: 2 calls, $0.0030\n"
         "- **total: $0.0030**\n"
         "\n"
-        "_2 messages, 14 events chronicled._\n"
+        "_2 messages, 15 events chronicled._\n"
     )
 
 
 def test_the_ruling_gives_its_reasons_even_over_tied_scores():
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=1_000)
     event(REALM, Kind.SCORE, {"agent": "ping", "delta": 1}, 1_100)
     event(REALM, Kind.SCORE, {"agent": "pong", "delta": 1}, 1_110)
@@ -124,7 +126,7 @@ def test_the_ruling_gives_its_reasons_even_over_tied_scores():
 
 
 def test_eliminations_say_who_when_and_why():
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=10_000)
     event(REALM, Kind.TURN, {"round": 1, "current": "alice"}, 11_000)
     # the referee resolves a round after it completed: the elimination belongs to round 1
@@ -153,7 +155,7 @@ def test_eliminations_say_who_when_and_why():
 
 
 def test_a_failed_realm_reports_its_failure_as_the_termination():
-    make_realm(REALM)
+    build_realm(REALM)
     event(REALM, Kind.LIFECYCLE, {"event": "provisioning"}, 1_000)
     event(REALM, Kind.LIFECYCLE, {"event": "failed", "detail": "sandbox ping: no bwrap"}, 1_100)
     report = render_report(REALM)
@@ -206,7 +208,7 @@ def test_real_spend_carries_no_nominal_note():
 
 
 def test_without_keys_the_chronicled_provider_decides():
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=1_000, config={"provider": "offline"})
     event(REALM, Kind.SPEND, {"agent": "bob", "usd": 0.002}, 1_300)
     assert "_Prices are nominal: every agent ran on the scripted provider (offline)" in (
@@ -224,7 +226,8 @@ def test_without_a_verdict_the_headline_says_how_the_realm_concluded():
 
 
 def test_an_empty_realm_reports_no_spend_and_an_open_outcome():
-    make_realm("quiet-abc123", project={"metadata": {"name": "Quiet"}})
+    build_realm("quiet-abc123", name="Quiet")
+    # the one event is the TOOL_MANIFEST every launch chronicles
     assert render_report("quiet-abc123") == (
         "# Quiet — final report\n"
         "\n"
@@ -233,7 +236,7 @@ def test_an_empty_realm_reports_no_spend_and_an_open_outcome():
         "## Spend\n"
         "- (no spend recorded)\n"
         "\n"
-        "_0 messages, 0 events chronicled._\n"
+        "_0 messages, 1 events chronicled._\n"
     )
 
 

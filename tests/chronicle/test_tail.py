@@ -5,7 +5,8 @@ from datetime import UTC, date, datetime
 import pytest
 
 from chronicle.tail import tail_lines
-from tests.chronicle.realmkit import DM_AB, make_realm, running, say
+from tests.chronicle.realmkit import DM_AB, running, say
+from tests.fixtures.realms import build_realm
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.django_db]
 
@@ -19,7 +20,7 @@ def ms(text: str) -> int:
 
 def test_times_are_readable_with_the_date_only_when_not_today(settings):
     settings.TIME_ZONE = "UTC"
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=ms("2026-11-30T08:00:00"))
     say(REALM, "yesterday", ms("2026-11-30T23:59:59.900"), agent="alice")
     say(REALM, "today", ms("2026-12-01T09:05:07.250"), agent="bob", channel=DM_AB)
@@ -31,7 +32,7 @@ def test_times_are_readable_with_the_date_only_when_not_today(settings):
 
 def test_times_are_shown_in_the_configured_zone(settings):
     settings.TIME_ZONE = "Europe/Berlin"
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=ms("2026-12-01T08:00:00"))
     say(REALM, "late", ms("2026-12-01T23:30:00"), agent="alice")
     assert tail_lines(REALM, limit=5, today=date(2026, 12, 2)) == [
@@ -41,7 +42,7 @@ def test_times_are_shown_in_the_configured_zone(settings):
 
 def test_one_line_per_message_newlines_collapsed_and_long_text_cut(settings):
     settings.TIME_ZONE = "UTC"
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=ms("2026-12-01T08:00:00"))
     say(REALM, "You are the referee.\n\n  Rules:\n- one\n- two", ms("2026-12-01T09:00:00"))
     say(REALM, "x" * 500, ms("2026-12-01T09:00:01"), agent="alice")
@@ -57,7 +58,7 @@ def test_one_line_per_message_newlines_collapsed_and_long_text_cut(settings):
 
 def test_full_prints_the_whole_text_with_its_lines(settings):
     settings.TIME_ZONE = "UTC"
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=ms("2026-12-01T08:00:00"))
     say(REALM, "Rules:\n- one\n- two", ms("2026-12-01T09:00:00"), agent="umpire")
     say(REALM, "y" * 500, ms("2026-12-01T09:00:01"), agent="alice")
@@ -68,7 +69,7 @@ def test_full_prints_the_whole_text_with_its_lines(settings):
 
 
 def test_only_the_last_messages():
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=100)
     for i in range(5):
         say(REALM, f"m{i}", 1_000 + i, agent="alice")

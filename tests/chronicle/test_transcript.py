@@ -5,7 +5,8 @@ import pytest
 from chronicle import selectors
 from chronicle.kinds import Kind
 from chronicle.transcript import render_transcript, transcript_lines, transcript_page
-from tests.chronicle.realmkit import COMMONS, DM_AB, event, make_realm, running, say
+from tests.chronicle.realmkit import COMMONS, DM_AB, event, running, say
+from tests.fixtures.realms import build_realm
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.django_db]
 
@@ -13,7 +14,7 @@ REALM = "talk-abc123"
 
 
 def test_one_line_per_message_with_channel_labels_and_senders():
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=100)
     say(REALM, "Welcome to the realm", 1_000)
     say(REALM, "hello all", 1_500, agent="alice")
@@ -28,7 +29,7 @@ def test_one_line_per_message_with_channel_labels_and_senders():
 
 
 def test_messages_are_ordered_by_time_then_arrival():
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=100)
     say(REALM, "second", 2_000, agent="bob")
     say(REALM, "first", 1_000, agent="alice")
@@ -48,7 +49,7 @@ def test_without_a_running_event_rooms_keep_their_ids():
 
 
 def test_the_structured_page_names_every_channel():
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=100)
     say(REALM, "one", 1_000, agent="alice")
     say(REALM, "two", 1_100, agent="bob", channel="!other:x")
@@ -61,7 +62,7 @@ def test_the_structured_page_names_every_channel():
 
 
 def test_selectors_read_state_scores_and_spend():
-    make_realm(REALM)
+    build_realm(REALM)
     event(REALM, Kind.LIFECYCLE, {"event": "provisioning"}, 1)
     running(REALM, ts=2)
     event(REALM, Kind.LIFECYCLE, {"event": "budget_exhausted", "agent": "alice"}, 3)

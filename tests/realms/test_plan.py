@@ -22,8 +22,9 @@ from realms.plan import (
     role_skill,
 )
 from realms.services.launch import launch_realm
-from tests.chronicle.realmkit import event, make_realm
+from tests.chronicle.realmkit import event
 from tests.conftest import REPO
+from tests.fixtures.realms import build_realm
 
 TOOLCHECK = REPO / "examples" / "toolcheck"
 WHISPERS = REPO / "tests" / "e2e" / "packages" / "whispers"
@@ -109,7 +110,7 @@ def test_the_referee_is_the_first_agent_in_the_referee_role() -> None:
 @pytest.mark.django_db
 def test_who_is_out_reads_eliminations_and_agents_stopped_for_good() -> None:
     realm_id = "out-abc123"
-    make_realm(
+    build_realm(
         realm_id,
         agents=[
             {"id": "alice"},

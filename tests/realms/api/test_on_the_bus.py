@@ -14,7 +14,8 @@ from realms.herald.bus import BusAgent, announce, provision_bus
 from realms.models import Realm
 from realms.warden import nudges
 from realms.warden.snapshot import build_snapshot
-from tests.chronicle.realmkit import event, make_realm
+from tests.chronicle.realmkit import event
+from tests.fixtures.realms import build_realm
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
@@ -36,7 +37,7 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
 
 
 def test_operator_message_and_nudge_reach_the_commons(platform_server, realm_id, client):
-    make_realm(realm_id, agents=[{"id": "alice"}, {"id": "bob"}], state=Realm.State.RUNNING)
+    build_realm(realm_id, agents=[{"id": "alice"}, {"id": "bob"}], state=Realm.State.RUNNING)
     bus = provision_bus(
         realm_id, [BusAgent("alice"), BusAgent("bob")], turns=False, allow_side_channels=False
     )

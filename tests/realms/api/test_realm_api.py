@@ -11,7 +11,8 @@ from bearpit import auth
 from chronicle import selectors
 from chronicle.kinds import Kind
 from realms.models import Realm
-from tests.chronicle.realmkit import COMMONS, event, make_realm, running, say
+from tests.chronicle.realmkit import COMMONS, event, running, say
+from tests.fixtures.realms import build_realm
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.django_db]
 
@@ -44,11 +45,11 @@ def api(client):
     return Api()
 
 
-def build_realm(**fields) -> Realm:
-    realm = make_realm(
+def build_arena(**fields) -> Realm:
+    realm = build_realm(
         REALM,
         agents=[{"id": "umpire", "role": "referee"}, {"id": "alice"}, {"id": "bob"}],
-        project={"metadata": {"name": "Arena"}},
+        name="Arena",
         state=fields.pop("state", Realm.State.RUNNING),
         **fields,
     )
@@ -86,7 +87,7 @@ def build_realm(**fields) -> Realm:
 
 
 def test_every_route_needs_the_token(client):
-    build_realm()
+    build_arena()
     for path in (
         "/api/realms",
         f"/api/realms/{REALM}",
@@ -104,7 +105,7 @@ def test_every_route_needs_the_token(client):
 
 
 def test_the_token_is_accepted_as_bearer_or_cookie_never_in_the_url(client):
-    build_realm()
+    build_arena()
     assert client.get("/api/realms", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 200
     assert client.get(f"/api/realms?token={TOKEN}").status_code == 400
     assert client.get("/api/realms?token=nope").status_code == 400
@@ -126,7 +127,7 @@ def test_a_generated_token_is_kept_private_and_stable(settings, tmp_path, client
 
 
 def test_cross_site_writes_are_refused(client):
-    build_realm()
+    build_arena()
     headers = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
     stop = f"/api/realms/{REALM}/stop"
     assert client.post(stop, HTTP_ORIGIN="https://evil.example", **headers).status_code == 403
@@ -146,8 +147,8 @@ def test_the_host_allowlist_applies(client):
 
 
 def test_list_realms(api):
-    build_realm()
-    make_realm("older-abc123", state=Realm.State.ARCHIVED)
+    build_realm("older-abc123", state=Realm.State.ARCHIVED)
+    build_arena()
     body = api.get("/api/realms").json()
     assert body["realms"][0] == {"realm_id": REALM, "state": "running", "active": True}
     assert {"realm_id": "older-abc123", "state": "archived", "active": False} in body["realms"]
@@ -155,7 +156,7 @@ def test_list_realms(api):
 
 
 def test_status_of_a_running_realm(api):
-    build_realm()
+    build_arena()
     body = api.get(f"/api/realms/{REALM}").json()
     assert body["realm_id"] == REALM
     assert body["state"] == "running" and body["active"] is True
@@ -164,13 +165,14 @@ def test_status_of_a_running_realm(api):
     assert body["tokens"] == {"alice": {"in": 100, "out": 20}} and body["total_tokens"] == 120
     assert body["scores"] == {"alice": 3.0} and body["score_discrepancy"] is False
     assert body["violations"] == [{"agent": "bob", "reason": "spoke twice"}]
-    assert body["messages"] == 2 and body["events"] == 7
+    # seven chronicled here, and the TOOL_MANIFEST the launch recorded
+    assert body["messages"] == 2 and body["events"] == 8
     assert body["config"]["provider"] == "offline"
     assert body["error"] is None
 
 
 def test_status_prefers_the_verdicts_scoreboard_and_flags_a_mismatch(api):
-    build_realm()
+    build_arena()
     event(REALM, Kind.VERDICT, {"outcome": "alice", "scoreboard": {"alice": 4}}, 2_000)
     body = api.get(f"/api/realms/{REALM}").json()
     assert body["outcome"] == "alice"
@@ -192,12 +194,12 @@ def test_state_rewrites(api, row_state, claim_age_s, expected):
     claimed = None
     if claim_age_s is not None:
         claimed = timezone.now() - dt.timedelta(seconds=claim_age_s)
-    build_realm(state=row_state, claimed_until=claimed)
+    build_arena(state=row_state, claimed_until=claimed)
     assert api.get(f"/api/realms/{REALM}").json()["state"] == expected
 
 
 def test_a_terminal_chronicled_state_is_shown_as_is(api):
-    build_realm(state=Realm.State.ARCHIVED)
+    build_arena(state=Realm.State.ARCHIVED)
     event(REALM, Kind.LIFECYCLE, {"event": "archived"}, 3_000)
     body = api.get(f"/api/realms/{REALM}").json()
     assert body["state"] == "archived" and body["active"] is False
@@ -211,7 +213,7 @@ def test_unknown_realms_are_404(api):
 
 
 def test_transcript_route(api):
-    build_realm()
+    build_arena()
     body = api.get(f"/api/realms/{REALM}/transcript?limit=1").json()
     assert body["channels"][COMMONS] == "commons"
     assert body["messages"] == [{"ts": 1_200, "channel": COMMONS, "sender": "bob", "body": "hi"}]
@@ -222,10 +224,10 @@ def test_transcript_route(api):
 
 
 def test_events_route_filters_by_kind_and_keeps_the_latest(api):
-    build_realm()
+    build_arena()
     all_events = api.get(f"/api/realms/{REALM}/events").json()["events"]
     assert [e["kind"] for e in all_events][:2] == ["lifecycle", "lifecycle"]
-    assert len(all_events) == 7
+    assert len(all_events) == 8  # with the launch's TOOL_MANIFEST
     lifecycle = api.get(f"/api/realms/{REALM}/events?kind=lifecycle&limit=1").json()["events"]
     assert lifecycle == [
         {
@@ -238,7 +240,7 @@ def test_events_route_filters_by_kind_and_keeps_the_latest(api):
 
 
 def test_report_is_markdown_never_html(api):
-    build_realm()
+    build_arena()
     event(REALM, Kind.VERDICT, {"outcome": "<script>alert(1)</script>"}, 2_000)
     response = api.get(f"/api/realms/{REALM}/report")
     assert response.status_code == 200
@@ -250,14 +252,14 @@ def test_report_is_markdown_never_html(api):
 
 
 def test_stop_sets_the_rows_flag(api):
-    build_realm()
+    build_arena()
     response = api.post(f"/api/realms/{REALM}/stop")
     assert response.status_code == 202 and response.json()["stop_requested"] is True
     assert Realm.objects.get(realm_id=REALM).stop_requested
 
 
 def test_msg_without_a_bus_is_recorded_and_refused_clearly(api):
-    build_realm()
+    build_arena()
     response = api.post(f"/api/realms/{REALM}/msg", {"text": "  please wrap up  ", "to": "alice"})
     assert response.status_code == 503
     body = response.json()
@@ -278,7 +280,7 @@ def test_msg_without_a_bus_is_recorded_and_refused_clearly(api):
 
 
 def test_msg_bad_input_changes_nothing(api):
-    build_realm()
+    build_arena()
     before = selectors.event_count(REALM)
     for data in ({}, {"text": "   "}, {"text": "hi", "to": "mallory"}, {"text": "hi", "to": 5}):
         response = api.post(f"/api/realms/{REALM}/msg", data)
@@ -291,7 +293,7 @@ def test_msg_bad_input_changes_nothing(api):
 
 
 def test_no_response_carries_a_secret(api):
-    build_realm()
+    build_arena()
     bodies = [
         api.get(path).content.decode()
         for path in (

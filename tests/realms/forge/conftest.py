@@ -26,6 +26,7 @@ from realms.forge.services import (
 )
 from realms.forge.spec import MIB, Limits
 from realms.models import Realm
+from tests.fixtures.realms import build_realm
 from tests.fixtures.worker import worker_index
 
 
@@ -74,13 +75,20 @@ def forge_settings(settings: Any) -> Any:
 
 
 @pytest.fixture
-def make_realm() -> Iterator[Callable[..., Realm]]:
+def make_realm(tmp_path: Path) -> Iterator[Callable[..., Realm]]:
+    """A launched realm of two agents (the sandboxes the tests start are named freely)."""
     made: list[str] = []
 
     def make(state: str = Realm.State.RUNNING) -> Realm:
         realm_id = f"forge-{secrets.token_hex(3)}"
         made.append(realm_id)
-        return Realm.objects.create(realm_id=realm_id, package_name="forge-test", state=state)
+        return build_realm(
+            realm_id,
+            name="forge-test",
+            agents=[{"id": "alpha"}, {"id": "bravo"}],
+            state=state,
+            root=tmp_path / "packages",
+        )
 
     yield make
     for realm_id in made:

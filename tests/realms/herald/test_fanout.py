@@ -26,6 +26,8 @@ def _event(event_id: str, body: str) -> dict[str, object]:
 
 
 def test_each_new_message_is_pushed_once_after_commit():
+    # The bus directory rows provisioning would write, by hand: the mirror reads only
+    # them, and provisioning for real needs a homeserver this test does not start.
     bus = BusRealm.objects.create(
         realm_id="r1", system_user_id="@system:x", operator_user_id="@o:x"
     )

@@ -7,8 +7,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
-from django.core.management.base import CommandError
 
 from realms.library import files as trees
 from realms.library import services
@@ -154,15 +152,3 @@ def test_sync_examples_refreshes_only_what_changed(tmp_path: Path):
     assert changed.pk == first.pk
     assert changed.content_sha256 != first.content_sha256
     assert b"changed" in services.scenario_files(changed)["agents/solo/persona.md"]
-
-
-@pytest.mark.django_db
-def test_the_command_imports_lists_and_exports(tmp_path: Path, capsys):
-    call_command("pit_library", "import", str(TOOLCHECK))
-    call_command("pit_library", "list")
-    call_command("pit_library", "export", "toolcheck", "-o", str(tmp_path / "tc.zip"))
-    out = capsys.readouterr().out
-    assert "toolcheck (user): valid" in out
-    assert trees.read_zip((tmp_path / "tc.zip").read_bytes()) == _tree(TOOLCHECK)
-    with pytest.raises(CommandError, match="no scenario named 'ghost'"):
-        call_command("pit_library", "export", "ghost", "-o", str(tmp_path / "g"))

@@ -17,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from realms.models import Realm
 from realms.realmtools.identity import mint_token
 from realms.realmtools.server import RealmtoolsServer
+from tests.fixtures.realms import build_realm
 
 PLAYERS = [
     {"id": "orin", "role": "participant"},
@@ -100,8 +101,9 @@ class Agent:
 
 
 class RealmMaker:
-    def __init__(self, server: RealmtoolsServer) -> None:
+    def __init__(self, server: RealmtoolsServer, root: Path) -> None:
         self.server = server
+        self.root = root
 
     def __call__(
         self,
@@ -109,12 +111,15 @@ class RealmMaker:
         agents: list[dict[str, Any]] | None = None,
         state: str = Realm.State.RUNNING,
     ) -> Realm:
-        agents = agents if agents is not None else [*PLAYERS, REFEREE]
-        return Realm.objects.create(
-            realm_id=f"rt-{uuid.uuid4().hex[:10]}",
-            package_name="realmtools-test",
-            project={"spec": spec or {}, "agents": agents},
+        """A launched realm moved to ``state``; the roster defaults to three players
+        and a referee."""
+        return build_realm(
+            f"rt-{uuid.uuid4().hex[:10]}",
+            name="realmtools-test",
+            spec=spec,
+            agents=agents if agents is not None else [*PLAYERS, REFEREE],
             state=state,
+            root=self.root,
         )
 
     def agent(self, realm: Realm, agent_id: str, grants: list[str] | None = None) -> Agent:
@@ -127,5 +132,5 @@ class RealmMaker:
 
 
 @pytest.fixture
-def realms(server: RealmtoolsServer, transactional_db: None) -> RealmMaker:
-    return RealmMaker(server)
+def realms(server: RealmtoolsServer, transactional_db: None, tmp_path: Path) -> RealmMaker:
+    return RealmMaker(server, tmp_path / "packages")

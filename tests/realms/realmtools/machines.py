@@ -50,12 +50,6 @@ AUCTION: dict[str, Any] = {
             "by": "bidder",
             "effects": [{"reveal": {"key": "hand", "owners": "$caller"}}],
         },
-        "cheat": {
-            "from": "bidding",
-            "to": "same",
-            "by": "bidder",
-            "effects": [{"set": {"key": "lot", "value": "free"}}],
-        },
         "peek": {"from": "any", "to": "same", "by": "spy", "log": "referee"},
         "close": {
             "from": "bidding",
@@ -77,6 +71,21 @@ AUCTION: dict[str, Any] = {
         },
         {"role": "host", "after_s": 240},
     ],
+}
+
+# A participant using ``set``: the loader refuses it, so no launched realm has it; the
+# engine's own refusal is tested on this copy.
+AUCTION_WITH_CHEAT: dict[str, Any] = {
+    **AUCTION,
+    "transitions": {
+        **AUCTION["transitions"],
+        "cheat": {
+            "from": "bidding",
+            "to": "same",
+            "by": "bidder",
+            "effects": [{"set": {"key": "lot", "value": "free"}}],
+        },
+    },
 }
 
 SEALED_VOTE: dict[str, Any] = {

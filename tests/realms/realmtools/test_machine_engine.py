@@ -10,7 +10,7 @@ from realms.packages.schema.machine import MachineDef
 from realms.realmtools.machine.engine import Machine, Rejected
 from tests.fixtures.compat import COMPAT
 
-from .machines import AUCTION
+from .machines import AUCTION, AUCTION_WITH_CHEAT
 
 ROSTER = ["orin", "vela", "zed", "themis"]
 
@@ -82,12 +82,12 @@ def test_the_actor_pointer_advances_and_skips():
 
 
 def test_participant_roles_may_not_use_referee_effects():
-    m = _machine()
+    m = _machine(AUCTION_WITH_CHEAT)
     s = _started(m)
     with pytest.raises(Rejected, match="participant_effects") as err:
         _act(m, s, "cheat", "vela")
     assert err.value.check == "effect"
-    opted_in = json.loads(json.dumps(AUCTION))
+    opted_in = json.loads(json.dumps(AUCTION_WITH_CHEAT))
     opted_in["participant_effects"] = ["set"]
     m2 = _machine(opted_in)
     assert _act(m2, _started(m2), "cheat", "vela").values["lot"] == "free"

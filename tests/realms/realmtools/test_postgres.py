@@ -27,14 +27,14 @@ SETUP = """
 import json, sys
 import django
 django.setup()
-from realms.models import Realm
 from realms.realmtools.identity import mint_token
+from tests.fixtures.realms import build_realm
 machine = json.loads(sys.argv[1])
-agents = [{"id": "orin"}, {"id": "vela"}, {"id": "themis", "role": "referee"}]
-Realm.objects.create(realm_id="r-pg", package_name="pg", state="running",
-    project={"spec": {"mechanics": [{"kind": "state-machine", "machine": machine}]},
-             "agents": agents})
-roster = ["orin", "vela"]
+# zed is the machine's hidden spy: a role's members must be on the roster
+agents = [{"id": "orin"}, {"id": "vela"}, {"id": "zed"}, {"id": "themis", "role": "referee"}]
+build_realm("r-pg", name="pg", state="running", agents=agents,
+            spec={"mechanics": [{"kind": "state-machine", "machine": machine}]})
+roster = ["orin", "vela", "zed"]
 print(json.dumps({
     "orin": mint_token("r-pg", "orin", "player", roster),
     "themis": mint_token("r-pg", "themis", "referee", roster),

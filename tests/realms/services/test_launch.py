@@ -8,17 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from django.test import override_settings
 
 from chronicle.models import Event
-from ledger.services.profiles import seed_profiles, set_active_profile
+from ledger.services.profiles import seed_profiles
 from realms.models import Realm, RealmAgent
-from realms.plan import plan_of
-from realms.services.birth import build_birth
 from realms.services.launch import LaunchError, LaunchOptions, launch_realm, realm_slug
-from realms.services.providers import choose_provider
 from realms.warden.models import WardenState
-from runtime.bus import Gate
 from tests.conftest import REPO
 from tests.fixtures.compat import COMPAT
 
@@ -118,20 +113,6 @@ def test_missing_and_unknown_parameters_need_consent_or_are_refused(tmp_path: Pa
     assert realm.project["spec"]["goals"] == ["Start from . Tone: calm."]
 
 
-def test_a_configured_provider_without_its_key_needs_consent() -> None:
-    assert choose_provider(None).name == "offline"
-    set_active_profile("azure")
-    with pytest.raises(LaunchError, match="azure-main"):
-        launch_realm(TOOLCHECK)
-    realm = launch_realm(TOOLCHECK, LaunchOptions(allow_provider_fallback=True))
-    assert realm.run_config["provider"] == "offline"
-    assert realm.run_config["provider_fallback"] is True
-    with override_settings(BEARPIT_PROVIDER="nonesuch"), pytest.raises(LaunchError):
-        launch_realm(TOOLCHECK)
-    with pytest.raises(LaunchError, match="no such profile"):
-        launch_realm(TOOLCHECK, LaunchOptions(provider="nonesuch"))
-
-
 @pytest.mark.compat
 def test_a_state_machine_realm_chronicles_its_machine_before_provisioning() -> None:
     realm = launch_realm(COMPAT / "poker-table", LaunchOptions(allow_missing_parameters=True))
@@ -162,65 +143,3 @@ def test_the_reference_poker_dealer_is_not_in_the_commons_feed() -> None:
 )
 def test_realm_slug(name: str, slug: str) -> None:
     assert realm_slug(name) == slug
-
-
-def _vault(tmp_path: Path, **machine: object) -> Path:
-    package = tmp_path / "vault"
-    shutil.copytree(REPO / "tests" / "e2e" / "packages" / "vault", package)
-    project = package / "project.json"
-    data = json.loads(project.read_text())
-    data["spec"]["mechanics"][0]["machine"].update(machine)
-    project.write_text(json.dumps(data))
-    return package
-
-
-def _referee_gate(realm: Realm) -> Gate:
-    """The referee's bus gate, built from its birth config as its runtime builds it."""
-    users = {a["id"]: f"@bp_{realm.realm_id}={a['id']}:pit" for a in realm.project["agents"]}
-    birth = build_birth(
-        realm_id=realm.realm_id,
-        plan=plan_of(realm),
-        agent_id="keeper",
-        mxid=users["keeper"],
-        access_token="token",
-        commons_room_id="!commons:pit",
-        dm_rooms={},
-        users=users,
-        system_mxid="@bp_system:pit",
-        operator_mxid="@bp_operator:pit",
-        virtual_key="key",
-        model_name="scripted-medium",
-        realmtools_token="realmtools",
-    )
-    assert birth.bus is not None
-    return Gate(
-        own_mxid=birth.bus.mxid,
-        agent_id="keeper",
-        dm_room_ids=frozenset(birth.bus.dm_rooms.values()),
-        require_mention=birth.bus.require_mention,
-        sees_all=birth.bus.referee_sees_all,
-    )
-
-
-@pytest.mark.parametrize("reads_commons", [False, True])
-def test_a_machine_realms_referee_is_never_in_the_commons_feed(
-    tmp_path: Path, reads_commons: bool
-) -> None:
-    # Even when it may read the Commons (through table_talk), the machine's referee is
-    # woken only by its own cues, never by a player's post.
-    realm = launch_realm(_vault(tmp_path, referee_reads_commons=reads_commons))
-    assert realm.run_config["turns"] is None
-    assert realm.run_config["referee_sees_all"] is False
-    gate = _referee_gate(realm)
-    fay = f"@bp_{realm.realm_id}=fay:pit"
-    assert not gate.admits("!commons:pit", fay, "fay sees secret=amber", {})
-    cue = "@keeper — the machine is waiting on you. Call game_state."
-    assert gate.admits("!commons:pit", "@bp_system:pit", cue, {})
-
-
-def test_free_response_ungates_a_machine_realms_referee_too(tmp_path: Path) -> None:
-    package = _vault(tmp_path, referee_reads_commons=True)
-    realm = launch_realm(package, LaunchOptions(free_response=True))
-    assert realm.run_config["referee_sees_all"] is True
-    gate = _referee_gate(realm)
-    assert gate.admits("!commons:pit", f"@bp_{realm.realm_id}=fay:pit", "hello", {})

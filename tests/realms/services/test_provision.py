@@ -6,24 +6,21 @@ import pytest
 from django.test import override_settings
 
 from chronicle.kinds import Kind
-from chronicle.models import Event, Message
+from chronicle.models import Event
 from ledger.models import VirtualKey
 from ledger.services.profiles import seed_profiles
 from realms.forge import layout, procs, quota
 from realms.forge.models import Sandbox
 from realms.herald.models import BusRealm
-from realms.models import Realm, RealmAgent
+from realms.models import Realm
 from realms.services.launch import LaunchOptions, launch_realm
-from realms.services.messages import MessageError, send_operator_message
 from realms.services.provision import (
     ProvisionError,
     mark_running,
     offline_script,
     provision_realm,
 )
-from realms.services.rerun import rerun_realm
 from tests.conftest import REPO
-from tests.realms.warden.test_tick import running_realm, wait_for
 
 TOOLCHECK = REPO / "examples" / "toolcheck"
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -83,35 +80,3 @@ def test_keys_carry_the_packages_offline_scripts() -> None:
     assert script is not None and "You open the realm" in script
     assert offline_script(str(TOOLCHECK), "nobody") is None
     assert offline_script("", "umpire") is None
-
-
-def test_operator_messages_mention_the_live_agents(homeserver, platform_server, realm_id, tmp_path):
-    running_realm(TOOLCHECK, realm_id)
-    RealmAgent.objects.filter(realm__realm_id=realm_id, agent_id="pong").update(
-        state=RealmAgent.State.ELIMINATED
-    )
-    send_operator_message(realm_id, "  please hurry  ")
-    wait_for(
-        lambda: Message.objects.filter(realm_id=realm_id, body__startswith="[operator]").exists(),
-        "the operator message",
-    )
-    body = Message.objects.get(realm_id=realm_id, body__startswith="[operator]").body
-    assert body == "[operator] @ping @umpire please hurry"
-    with pytest.raises(MessageError, match="not a live agent"):
-        send_operator_message(realm_id, "hi", to="pong")
-    with pytest.raises(MessageError, match="empty"):
-        send_operator_message(realm_id, "   ")
-    Realm.objects.filter(realm_id=realm_id).update(state=Realm.State.ARCHIVED)
-    with pytest.raises(MessageError, match="not running"):
-        send_operator_message(realm_id, "hello?")
-
-
-def test_rerun_replays_the_snapshot_or_reloads_the_package(realm_id):
-    first = launch_realm(TOOLCHECK, LaunchOptions(realm_id=realm_id))
-    again = rerun_realm(realm_id)
-    assert again.realm_id != realm_id and again.state == Realm.State.PENDING
-    assert again.project == first.project
-    assert again.run_config["agents"] == first.run_config["agents"]
-    latest = rerun_realm(realm_id, "latest", new_realm_id=f"{realm_id}-b")
-    assert latest.realm_id == f"{realm_id}-b"
-    assert latest.package_path == first.package_path

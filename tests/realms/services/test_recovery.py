@@ -7,34 +7,27 @@ import socket
 import subprocess
 import sys
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
 
 from chronicle.kinds import Kind
 from chronicle.models import Event
-from ledger.services.profiles import seed_profiles
 from realms.forge import layout
-from realms.models import Realm, RealmAgent
+from realms.models import Realm
 from realms.services.conclude import interrupt_realm
-from realms.services.launch import LaunchOptions, launch_realm
 from realms.services.recovery import recover_realms
-from tests.conftest import REPO
+from tests.fixtures.realms import build_realm
 
-TOOLCHECK = REPO / "examples" / "toolcheck"
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def profiles() -> None:
-    seed_profiles()
+ROSTER = [{"id": "ping"}, {"id": "pong"}, {"id": "umpire", "role": "referee"}]
 
 
-def realm_in(state: str, realm_id: str, **fields: object) -> Realm:
-    realm = launch_realm(TOOLCHECK, LaunchOptions(realm_id=realm_id))
-    Realm.objects.filter(pk=realm.pk).update(state=state, **fields)
-    RealmAgent.objects.filter(realm=realm).update(state=RealmAgent.State.RUNNING)
-    return realm
+def realm_in(state: str, realm_id: str, spec: dict[str, Any] | None = None, **fields: Any) -> Realm:
+    return build_realm(realm_id, name="recovery", agents=ROSTER, spec=spec, state=state, **fields)
 
 
 def lifecycle(realm_id: str) -> list[dict[str, object]]:
@@ -96,9 +89,14 @@ def test_a_claim_held_by_a_dead_process_of_this_host_does_not_count() -> None:
 
 def test_an_interrupted_realm_keeps_its_declared_outputs() -> None:
     # Teardown deletes the shared folder, so what the package declared is captured first.
-    realm = realm_in(Realm.State.RUNNING, "cut-short")
-    spec = {**(realm.project.get("spec") or {}), "outputs": ["report.md", "absent.txt"]}
-    Realm.objects.filter(pk=realm.pk).update(project={**realm.project, "spec": spec})
+    realm_in(
+        Realm.State.RUNNING,
+        "cut-short",
+        spec={
+            "environment": {"shared_folder": {"enabled": True}},
+            "outputs": ["report.md", "absent.txt"],
+        },
+    )
     shared = layout.shared_dir("cut-short")
     shared.mkdir(parents=True, exist_ok=True)
     (shared / "report.md").write_text("half done")

@@ -11,7 +11,8 @@ from ledger.services.spend import Refusal, reserve, settle
 from realms.models import RealmAgent
 from realms.warden.budget import enforce_budgets
 from realms.warden.snapshot import build_snapshot
-from tests.chronicle.realmkit import event, make_realm, running
+from tests.chronicle.realmkit import event, running
+from tests.fixtures.realms import build_realm
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
 
@@ -47,11 +48,10 @@ def realm_with(policy: str, grace: str | None = None):
     budget = {"max_usd": 1.0, "on_exhausted": policy}
     if grace:
         budget["grace_period"] = grace
-    project = {"metadata": {"name": "Budget"}, "agents": [{"id": "alice", "budget": budget}]}
-    make_realm(
+    build_realm(
         REALM,
-        agents=[{"id": "alice", "budget": 1.0, "on_exhausted": policy}, {"id": "bob"}],
-        project=project,
+        agents=[{"id": "alice", "budget": budget}, {"id": "bob"}],
+        name="Budget",
     )
     running(REALM, ts=T0)
 
@@ -145,7 +145,7 @@ def test_an_agent_without_a_cap_is_never_exhausted():
 
 
 def test_spend_caps_and_refusals_come_from_the_gateway_ledger():
-    make_realm(REALM, agents=[{"id": "alice", "on_exhausted": "kill"}, {"id": "bob"}])
+    build_realm(REALM, agents=[{"id": "alice", "on_exhausted": "kill"}, {"id": "bob"}])
     running(REALM, ts=T0)
     key, _secret = mint_virtual_key(
         realm_id=REALM,

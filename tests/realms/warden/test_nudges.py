@@ -6,7 +6,8 @@ from chronicle import selectors
 from chronicle.kinds import Kind
 from realms.warden import nudges
 from realms.warden.snapshot import build_snapshot
-from tests.chronicle.realmkit import event, make_realm, running, say
+from tests.chronicle.realmkit import event, running, say
+from tests.fixtures.realms import build_realm
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
 
@@ -29,10 +30,11 @@ class Board:
 
 
 def setup_realm(*, referee_opens: bool = False):
-    make_realm(
+    build_realm(
         REALM,
         agents=[{"id": "ref", "role": "referee"}, {"id": "alice"}, {"id": "bob"}],
-        project={"metadata": {"name": "N"}, "spec": {"referee_opens": referee_opens}},
+        name="N",
+        spec={"referee_opens": referee_opens},
     )
     running(REALM, ts=T0)
 

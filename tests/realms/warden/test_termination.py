@@ -15,8 +15,9 @@ from realms.warden.snapshot import (
     parse_duration,
 )
 from realms.warden.termination import Conclusion, evaluate, parse_conditions
-from tests.chronicle.realmkit import DM_AB, event, make_realm, running, say
+from tests.chronicle.realmkit import DM_AB, event, running, say
 from tests.fixtures.compat import COMPAT
+from tests.fixtures.realms import build_realm
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -84,7 +85,7 @@ def test_stall_counts_idle_time_since_the_last_activity():
 
 @pytest.mark.django_db
 def test_stall_idle_ignores_system_posts_but_counts_agent_posts_dms_and_game_events():
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=START)
     say(REALM, "round 1: alice, your turn", START + 50_000)  # system grant
     s = build_snapshot(REALM, now_ms=START + 60_000)
@@ -101,7 +102,7 @@ def test_stall_idle_ignores_system_posts_but_counts_agent_posts_dms_and_game_eve
 
 @pytest.mark.django_db
 def test_file_condition_reads_the_shared_folder(tmp_path):
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=START)
     shared = tmp_path / "realms" / REALM / "shared"
     (shared / "drafts").mkdir(parents=True)
@@ -117,7 +118,7 @@ def test_file_condition_reads_the_shared_folder(tmp_path):
 
 @pytest.mark.django_db
 def test_file_condition_counts_and_skips_binary_and_oversized_files(tmp_path):
-    make_realm(REALM)
+    build_realm(REALM)
     shared = tmp_path / "realms" / REALM / "shared"
     shared.mkdir(parents=True)
     (shared / "a.txt").write_text("done")
@@ -152,7 +153,7 @@ def test_file_content_match_modes():
 
 @pytest.mark.django_db
 def test_message_condition_counts_agent_messages_in_the_commons_only():
-    make_realm(REALM)
+    build_realm(REALM)
     running(REALM, ts=START)
     cond = [
         {
@@ -226,7 +227,7 @@ def test_verdict_ends_realm_adds_an_implicit_referee_verdict_after_the_declared_
 
 @pytest.mark.django_db
 def test_machine_terminal_follows_the_replayed_state():
-    make_realm(REALM)
+    build_realm(REALM)
     declaration = {"initial": "lobby", "terminal": ["done"], "states": ["lobby", "play", "done"]}
     event(REALM, Kind.MACHINE, {"version": 1, "declaration": declaration}, START)
     cond = [{"type": "machine_terminal"}]
@@ -258,7 +259,7 @@ def test_declared_order_decides_when_several_hold():
 
 @pytest.mark.django_db
 def test_manual_stop_flag_is_checked_after_the_declared_conditions():
-    make_realm(REALM, agents=[{"id": "alice"}])
+    build_realm(REALM, agents=[{"id": "alice"}])
     running(REALM, ts=START)
     assert check(build_snapshot(REALM, now_ms=START), []) is None
     assert termination.request_stop(REALM) is True
@@ -275,7 +276,7 @@ def test_a_stop_for_a_realm_without_a_row_marks_nothing():
 
 @pytest.mark.django_db
 def test_no_active_participants_when_every_player_is_stopped():
-    make_realm(
+    build_realm(
         REALM,
         agents=[{"id": "ref", "role": "referee"}, {"id": "alice"}, {"id": "bob"}],
     )
@@ -348,7 +349,7 @@ def test_every_reference_example_termination_list_parses():
 
 @pytest.mark.django_db
 def test_symlinks_in_the_shared_folder_are_never_followed(tmp_path):
-    make_realm(REALM)
+    build_realm(REALM)
     outside = tmp_path / "host-secret.txt"
     outside.write_text("STATUS: FINAL")
     (tmp_path / "host-dir").mkdir()

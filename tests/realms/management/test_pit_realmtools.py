@@ -14,8 +14,7 @@ import pytest
 
 from realms.realmtools.identity import mint_token
 from realms.realmtools.server import NO_TOKEN
-
-from .conftest import uds_client
+from tests.realms.realmtools.conftest import uds_client
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,17 +1,15 @@
-"""``pit_validate``, ``pit_params`` and ``pit_schema``."""
+"""``manage.py pit_validate PATH``: what a package declares, or every problem at once."""
 
 from __future__ import annotations
 
 import io
-import json
 import subprocess
 import sys
 
-import jsonschema
 import pytest
 from django.core.management import CommandError, call_command
 
-from .helpers import COMPAT, REPO, base_project, write_package
+from tests.realms.packages.helpers import COMPAT, REPO, base_project, write_package
 
 
 def run(*args):
@@ -102,67 +100,3 @@ def test_validate_subprocess_exit_codes_and_no_traceback(tmp_path):
     )
     assert good.returncode == 0, good.stderr
     assert good.stdout.rstrip().endswith("OK")
-
-
-@pytest.mark.compat
-def test_params_lists_origins_bounds_and_uses():
-    out, _ = run("pit_params", str(COMPAT / "poker-table"))
-    assert out.splitlines() == [
-        "Parameters (* = required; [origin] of the default):",
-        "    hands (int) = '10' [inline] — How many hands the table plays (the realm's 12h cap "
-        "fits about 24 at the observed 25-30 min per hand)",
-        "      min 1; max 24",
-        "      used in: spec.goals[0], spec.guidelines",
-    ]
-    out, _ = run("pit_params", str(COMPAT / "param-relay"))
-    assert "      choices: brisk, formal, playful" in out
-    out, _ = run("pit_params", str(COMPAT / "toolcheck"))
-    assert out.strip() == "No parameters."
-
-
-def test_params_on_an_invalid_package(tmp_path):
-    with pytest.raises(CommandError):
-        call_command(
-            "pit_params", str(tmp_path / "missing"), stdout=io.StringIO(), stderr=io.StringIO()
-        )
-
-
-def schema_validators(tmp_path):
-    out, _ = run("pit_schema", "-o", str(tmp_path / "schemas"))
-    project_schema = json.loads((tmp_path / "schemas" / "project.schema.json").read_text())
-    agent_schema = json.loads((tmp_path / "schemas" / "agent.schema.json").read_text())
-    assert "wrote" in out
-    jsonschema.Draft202012Validator.check_schema(project_schema)
-    jsonschema.Draft202012Validator.check_schema(agent_schema)
-    return (
-        jsonschema.Draft202012Validator(project_schema),
-        jsonschema.Draft202012Validator(agent_schema),
-    )
-
-
-def assert_manifests_conform(root, project_validator, agent_validator):
-    projects = sorted(root.glob("*/project.json"))
-    agents = sorted(root.glob("*/agents/*/agent.json"))
-    assert projects and agents, root
-    for manifest in projects:
-        doc = json.loads(manifest.read_text())
-        assert not list(project_validator.iter_errors(doc)), manifest
-    for manifest in agents:
-        assert not list(agent_validator.iter_errors(json.loads(manifest.read_text()))), manifest
-
-
-@pytest.mark.compat
-def test_the_corpus_manifests_conform_to_the_schemas(tmp_path):
-    assert_manifests_conform(COMPAT, *schema_validators(tmp_path))
-
-
-def test_schema_writes_usable_json_schemas(tmp_path):
-    project_validator, agent_validator = schema_validators(tmp_path)
-    # The project's own packages conform, and an unknown key or a bad enum does not.
-    assert_manifests_conform(REPO / "examples", project_validator, agent_validator)
-    assert_manifests_conform(
-        REPO / "tests" / "e2e" / "packages", project_validator, agent_validator
-    )
-    assert list(project_validator.iter_errors({**base_project(), "surprise": 1}))
-    assert list(agent_validator.iter_errors({"id": "x", "role": "boss"}))
-    assert list(agent_validator.iter_errors({"id": "x", "resource_files": {}}))

@@ -1,12 +1,10 @@
-"""Spend read-outs, replaced keys, revocation, and the keys command's edges."""
+"""Spend read-outs, replaced keys and revocation."""
 
 from __future__ import annotations
 
-import io
 from decimal import Decimal
 
 import pytest
-from django.core.management import CommandError, call_command
 
 from chronicle.models import Event
 from ledger.models import VirtualKey
@@ -72,29 +70,6 @@ def test_revoke_realm_keys_counts_live_keys_only(profiles: None) -> None:
     assert key is not None
     assert spend.reserve(key.pk, "r-v", 1) is spend.Refusal.CONCLUDED
     assert VirtualKey.objects.filter(realm_id="r-other", revoked_at__isnull=True).count() == 1
-
-
-def test_keys_command_refuses_without_a_key_and_reports_errors(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO(""))
-    monkeypatch.delenv("BEARPIT_API_KEY", raising=False)
-    with pytest.raises(CommandError, match="no API key given"):
-        call_command("pit_keys", "add", "k1", "--provider", "openai")
-    monkeypatch.setenv("BEARPIT_API_KEY", "sk-from-env-0000000000001111")
-    out = io.StringIO()
-    call_command("pit_keys", "add", "k1", "--provider", "openai", stdout=out)
-    assert "key …1111" in out.getvalue()
-    call_command("pit_keys", "add", "ollama", "--provider", "local", "--keyless", stdout=out)
-    with pytest.raises(CommandError, match="already exists"):
-        call_command("pit_keys", "add", "k1", "--provider", "openai")
-    with pytest.raises(CommandError, match="no such credential"):
-        call_command("pit_keys", "remove", "nope")
-    listing = io.StringIO()
-    call_command("pit_keys", "list", stdout=listing)
-    assert "k1\topenai\t…1111" in listing.getvalue()
-    assert "ollama\tlocal\t(no key)" in listing.getvalue()
-    assert "sk-from-env" not in out.getvalue() + listing.getvalue()
 
 
 def test_one_bad_reservation_in_a_round_fails_alone(profiles: None) -> None:

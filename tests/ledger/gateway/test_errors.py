@@ -13,6 +13,7 @@ from ledger.gateway.server import GatewayServer
 from ledger.models import Spend, VirtualKey
 from ledger.services.keys import revoke_realm_keys
 from realms.models import Realm
+from tests.fixtures.realms import RealmBuilder
 from tests.ledger.conftest import UPSTREAM_SECRET, mint, settled
 from tests.ledger.fake_upstream import FakeUpstream
 
@@ -176,7 +177,9 @@ def test_unknown_and_revoked_keys_get_401(gateway: GatewayServer) -> None:
     assert _post(gateway, new).status_code == 200
 
 
-def test_concluded_realm_keys_get_403_even_when_cached(gateway: GatewayServer) -> None:
+def test_concluded_realm_keys_get_403_even_when_cached(
+    gateway: GatewayServer, realm_builder: RealmBuilder
+) -> None:
     secret = mint("r-end", "a", None, script="steps: []")
     assert _post(gateway, secret).status_code == 200  # now in the gateway's cache
     assert revoke_realm_keys("r-end") == 1
@@ -186,7 +189,7 @@ def test_concluded_realm_keys_get_403_even_when_cached(gateway: GatewayServer) -
 
     other = mint("r-term", "b", None, script="steps: []")
     assert _post(gateway, other).status_code == 200
-    Realm.objects.create(realm_id="r-term", package_name="p", state=Realm.State.ARCHIVED)
+    realm_builder("r-term", agents=[{"id": "b"}], state=Realm.State.ARCHIVED)
     assert _post(gateway, other).status_code == 403
     assert Spend.objects.filter(realm_id="r-term").count() == 1
 

@@ -1,37 +1,20 @@
-"""The pit_reap command and the development backend."""
+"""The development backend: plain processes, with a warning."""
 
 from __future__ import annotations
 
-import io
 import logging
 import time
 
 import pytest
-from django.core.management import call_command
 
 from realms.forge import layout, procs
 from realms.forge.runcode import run_code
 from realms.forge.services import AgentSandboxRequest, stop_agent_sandbox
-from realms.models import Realm
-from tests.realms.forge.conftest import birth_config, script_request, start
+from tests.realms.forge.conftest import birth_config, start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
 SLEEPER = "import time; time.sleep(300)"
-
-
-def test_pit_reap_command(make_realm):
-    realm = make_realm()
-    rows = start(realm.realm_id, [script_request("alpha", SLEEPER)])
-    Realm.objects.filter(pk=realm.pk).update(state=Realm.State.FAILED)
-    out = io.StringIO()
-    call_command("pit_reap", "--dry-run", stdout=out)
-    assert f"would remove sandbox: realm={realm.realm_id} agent=alpha" in out.getvalue()
-    assert procs.is_same_process(rows[0].pid, rows[0].pid_start_time)
-    out = io.StringIO()
-    call_command("pit_reap", stdout=out)
-    assert f"removed sandbox: realm={realm.realm_id} agent=alpha" in out.getvalue()
-    assert not procs.is_same_process(rows[0].pid, rows[0].pid_start_time)
 
 
 def test_process_backend_warns_and_runs(make_realm, settings, caplog):
