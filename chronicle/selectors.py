@@ -89,7 +89,7 @@ def realm_plan(realm_id: str) -> RealmPlan:
     """The realm's plan as its ``running`` event chronicled it, else from its row (a realm
     that never ran), else an empty plan (a realm known to neither)."""
     running = running_payload(realm_id)
-    if running is not None and (running.get("project") or running.get("config")):
+    if running is not None:
         return RealmPlan.parse(running.get("project"), running.get("config"))
     row = Realm.objects.filter(realm_id=realm_id).first()
     return plan_of(row) if row is not None else RealmPlan()

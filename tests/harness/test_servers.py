@@ -8,6 +8,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -61,14 +62,18 @@ def test_without_urls_it_starts_throw_away_servers_on_free_ports_and_removes_the
     env = clean_env()
     env.pop("BEARPIT_TEST_POSTGRES_URL", None)
     env.pop("BEARPIT_TEST_REDIS_URL", None)
-    before = set(Path(env.get("TMPDIR", "/tmp")).glob("bearpit-test-servers.*"))
+    # A temporary folder of its own: other runs on this host make and remove theirs.
+    tmp = Path(tempfile.mkdtemp(prefix="bp-ts-"))
+    tmp.chmod(0o755)  # the postgres user must reach its cluster in there
+    env["TMPDIR"] = str(tmp)
     seen = served(env)
     pg_port, redis_port = port_of(seen["pg"]), port_of(seen["redis"])
     assert pg_port != 5432 and redis_port != 6379
     assert PROBE_DATABASE in seen["databases"]
     # Both are gone with their folder once the command is done.
     assert refused(pg_port) and refused(redis_port)
-    assert set(Path(env.get("TMPDIR", "/tmp")).glob("bearpit-test-servers.*")) == before
+    assert not list(tmp.glob("bearpit-test-servers.*"))
+    tmp.rmdir()  # nothing else was left there either
 
 
 def test_configured_urls_are_used_as_they_are():
