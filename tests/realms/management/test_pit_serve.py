@@ -1,0 +1,118 @@
+"""``pit_serve`` as a user runs it: a subprocess on a fresh home, opened with a real HTTP
+client the way a browser opens the URL it prints, then stopped with Ctrl-C."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.pitrun import (
+    REPO,
+    free_port,
+    leftover_pids,
+    pit_env,
+    start_pit,
+    stop_everything,
+    wait_for_line,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]
+
+
+def login_url(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.startswith("login: ")]
+    assert len(lines) == 1, text
+    return lines[0].removeprefix("login: ").strip()
+
+
+def session_cookie_header(response: httpx.Response) -> str:
+    """The Set-Cookie header of the session, from the redirect that set it."""
+    for hop in (*response.history, response):
+        for header in hop.headers.get_list("set-cookie"):
+            if header.startswith("sessionid="):
+                return header
+    raise AssertionError("no session cookie was set")
+
+
+def test_the_printed_url_logs_in_and_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    log = tmp_path / "pit_serve.log"
+    port = free_port()
+    proc = start_pit(["pit_serve", "--port", str(port)], pit_env(home), log)
+    try:
+        text = wait_for_line(log, "login: ", proc, timeout=90)
+        url = login_url(text)
+        token = (home / "api-token").read_text().strip()
+        assert url == f"http://127.0.0.1:{port}/login?token={token}"
+        with httpx.Client(follow_redirects=True, timeout=30) as browser:
+            landed = browser.get(url)
+            assert landed.status_code == 200
+            assert landed.url == httpx.URL(f"http://127.0.0.1:{port}/admin/")
+            assert token not in str(landed.url)
+            assert all(token not in str(hop.url) for hop in landed.history[1:])
+            cookie = session_cookie_header(landed).lower()
+            assert "httponly" in cookie and "samesite=strict" in cookie
+            # The session alone, without the token's own cookie.
+            browser.cookies.delete("bearpit_token")
+            admin = browser.get(f"http://127.0.0.1:{port}/admin/")
+            assert admin.status_code == 200
+            assert "Site administration" in admin.text
+            api = browser.get(f"http://127.0.0.1:{port}/api/realms")
+            assert api.status_code == 200
+            assert api.json()["realms"] == []
+            assert httpx.get(f"http://127.0.0.1:{port}/api/realms").status_code == 401
+        assert token not in log.read_text().replace(url, "")
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+        left = leftover_pids(home)
+    finally:
+        stop_everything(home, proc)
+    assert code == 0, log.read_text()
+    assert left == [], log.read_text()
+    assert log.read_text().rstrip().endswith("stopped")
+
+
+def test_print_url_prints_the_login_url_and_starts_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [sys.executable, "manage.py", "pit_serve", "--print-url", "--port", "8123"],
+        cwd=REPO,
+        env=pit_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    token = (home / "api-token").read_text().strip()
+    assert done.stdout.strip() == f"http://127.0.0.1:8123/login?token={token}"
+    assert not (home / "bearpit.sqlite3").exists()
+
+
+def test_a_taken_port_is_one_line_naming_the_fix(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "manage.py", "pit_serve", "--port", str(port)],
+            cwd=REPO,
+            env=pit_env(home),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"port {port}" in lines[0] and "--port" in lines[0]
+    assert "Traceback" not in done.stderr
+    assert not (home / "bearpit.sqlite3").exists()
