@@ -151,7 +151,7 @@ def test_scripts_keep_the_bearer_token_without_csrf(browser):
     assert response.status_code == 404
 
 
-@pytest.mark.parametrize("path", ["/", "/login", "/api/realms", "/admin/"])
+@pytest.mark.parametrize("path", ["/", "/health", "/api/realms", "/admin/"])
 def test_a_host_not_allowed_is_a_400(browser, path):
     response = browser.get(path, HTTP_HOST="evil.example")
     assert response.status_code == 400

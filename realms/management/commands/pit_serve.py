@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -22,9 +23,10 @@ from bearpit.server import PlatformServer
 from realms.embedded.platform import EmbeddedPlatform
 from realms.management.foreground import ForegroundCommand
 from realms.management.quiet import quiet_logs
+from realms.models import Realm
 from realms.preflight import port_in_use
 from realms.services.recovery import recover_realms
-from realms.warden.watch import queue_ticks
+from realms.warden.watch import finish_concluding, tick_realm
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +41,17 @@ def login_url(host: str, port: int) -> str:
 
 
 class Ticker:
-    """A worker's beat in a thread: every tick period, one Warden tick per running realm.
+    """A worker's beat in a thread: every tick period, one Warden tick per running realm,
+    the teardown of each realm a tick ended, and a line for each realm that ended.
 
-    Without a broker a queued tick runs here, and so does the teardown of a realm a tick
-    ended; with one, the workers run them."""
+    It calls what the ``warden.tick`` and ``warden.conclude`` tasks call, as the
+    foreground driver does, through the same claims: a worker that also ticks a realm
+    (with a broker) never ticks it at the same time."""
 
-    def __init__(self, period_s: float) -> None:
+    def __init__(self, period_s: float, say: Callable[[str], None]) -> None:
         self._period_s = period_s
+        self._say = say
+        self._live: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="realm-ticker", daemon=True)
 
@@ -57,12 +63,33 @@ class Ticker:
         try:
             while not self._stop.wait(self._period_s):
                 close_old_connections()
-                try:
-                    queue_ticks()
-                except Exception:
-                    log.exception("ticking the running realms failed")
+                self._tick_all()
         finally:
             connections.close_all()
+
+    def _tick_all(self) -> None:
+        running = Realm.objects.filter(state=Realm.State.RUNNING).values_list("realm_id", flat=True)
+        for realm_id in running:
+            if self._stop.is_set():
+                return
+            try:
+                ticked = tick_realm(realm_id)
+                if ticked is not None and ticked.concluded is not None:
+                    finish_concluding(realm_id)
+            except Exception:
+                log.exception("ticking %s failed", realm_id)
+        self._report_ended()
+
+    def _report_ended(self) -> None:
+        live = set(
+            Realm.objects.exclude(state__in=Realm.TERMINAL_STATES).values_list(
+                "realm_id", flat=True
+            )
+        )
+        ended = Realm.objects.filter(realm_id__in=self._live - live).order_by("realm_id")
+        for realm in ended:
+            self._say(f"{realm.state}: {realm.realm_id} — {realm.conclusion_detail}")
+        self._live = live
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """Let the tick under way finish (a half-run tick would be rolled back anyway)."""
@@ -99,6 +126,11 @@ class Command(ForegroundCommand):
             # A request for a host not in ALLOWED_HOSTS gets its 400; a traceback in the
             # operator's terminal for every such probe says nothing more.
             logging.getLogger("django.security.DisallowedHost").setLevel(logging.CRITICAL)
+        if port == settings.BEARPIT_PLATFORM_PORT and settings.BEARPIT_MATRIX_URL is None:
+            raise CommandError(
+                f"--port {port} is BEARPIT_PLATFORM_PORT, where the embedded platform takes "
+                "the homeserver's pushes: pass another --port, or set BEARPIT_PLATFORM_PORT"
+            )
         if port_in_use(port, host if host not in _ANY_ADDRESS else "0.0.0.0"):  # noqa: S104
             raise CommandError(
                 f"port {port} on {host} is already in use: stop what listens there, "
@@ -125,7 +157,7 @@ class Command(ForegroundCommand):
                 server = PlatformServer(port, host=host).start()
             except RuntimeError as exc:
                 raise CommandError(str(exc).splitlines()[0]) from exc
-            ticker = Ticker(settings.BEARPIT_TICK_SECONDS).start()
+            ticker = Ticker(settings.BEARPIT_TICK_SECONDS, self.say).start()
             self.say(f"serve: http://{host}:{server.port}/ (the admin /admin/, the API /api/)")
             self.say(f"login: {login_url(host, server.port)}")
             while not stopping.wait(0.5):  # a short wait, so the signal handler gets a turn

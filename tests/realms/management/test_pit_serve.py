@@ -3,10 +3,13 @@ client the way a browser opens the URL it prints, then stopped with Ctrl-C."""
 
 from __future__ import annotations
 
+import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -17,6 +20,7 @@ from tests.e2e.pitrun import (
     free_port,
     leftover_pids,
     pit_env,
+    read_chronicle,
     start_pit,
     stop_everything,
     wait_for_line,
@@ -116,3 +120,48 @@ def test_a_taken_port_is_one_line_naming_the_fix(tmp_path: Path) -> None:
     assert f"port {port}" in lines[0] and "--port" in lines[0]
     assert "Traceback" not in done.stderr
     assert not (home / "bearpit.sqlite3").exists()
+
+
+def test_a_realm_left_running_is_recovered_and_ticked_to_its_end(tmp_path: Path) -> None:
+    """pit_up killed mid-realm leaves it running; pit_serve does a worker's part: it
+    resumes the realm and ticks it to its verdict in the background."""
+    home = tmp_path / "home"
+    env = pit_env(home)
+    up_log, serve_log = tmp_path / "pit_up.log", tmp_path / "pit_serve.log"
+    up = start_pit(["pit_up", "examples/toolcheck"], env, up_log)
+    serve = None
+    try:
+        text = wait_for_line(up_log, "provision: 3 agents started", up, timeout=90)
+        match = re.search(r"provision: realm (\S+)", text)
+        assert match is not None
+        realm_id = match.group(1)
+        os.kill(up.pid, signal.SIGKILL)
+        up.wait(timeout=10)
+        assert read_chronicle(home, realm_id).realms[0]["state"] == "running"
+        port = free_port()
+        serve = start_pit(["pit_serve", "--port", str(port)], env, serve_log)
+        wait_for_line(serve_log, f"recover: {realm_id} resumed", serve, timeout=90)
+        token = (home / "api-token").read_text().strip()
+        bearer = {"Authorization": f"Bearer {token}"}
+        deadline = time.monotonic() + 120
+        state = "running"
+        while state not in ("archived", "failed", "interrupted"):
+            assert time.monotonic() < deadline, serve_log.read_text()
+            time.sleep(1.0)
+            status = httpx.get(f"http://127.0.0.1:{port}/api/realms/{realm_id}", headers=bearer)
+            state = status.json()["state"]
+        wait_for_line(serve_log, f"archived: {realm_id}", serve, timeout=30)
+        serve.send_signal(signal.SIGINT)
+        code = serve.wait(timeout=60)
+        # The homeserver the killed pit_up started is not pit_serve's to stop; the
+        # realm's sandboxes are, at its teardown.
+        left = leftover_pids(home / "realms" / realm_id)
+    finally:
+        stop_everything(home, up, serve)
+    assert state == "archived", serve_log.read_text()
+    assert code == 0, serve_log.read_text()
+    assert left == [], serve_log.read_text()
+    assert "realmtools.audit" not in serve_log.read_text()
+    chron = read_chronicle(home, realm_id)
+    assert chron.lifecycle() == ["provisioning", "running", "concluding", "archived"]
+    assert len(chron.kinds("verdict")) == 1
