@@ -105,7 +105,7 @@ class Command(ForegroundCommand):
         "and tick every running realm in the background. Prints the URL that logs a browser "
         "in as the operator (a Django superuser, created on first start). Ctrl-C or SIGTERM "
         "stops serving and the platform cleanly, exit 0; realms still running are left as "
-        "they are, for the next start (or pit up --realm ID --resume) to recover."
+        "they are, for the next start (or pit up PATH --realm ID) to recover."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
