@@ -242,6 +242,8 @@ def test_nothing_of_the_chronicle_can_be_changed_or_deleted(operator, built):
 
 
 def test_the_stop_action_pulls_the_kill_switch(operator, built):
+    listing = operator.get(reverse("admin:realms_realm_changelist")).content.decode()
+    assert '<option value="stop">' in listing
     csrf = operator.cookies["csrftoken"].value
     response = operator.post(
         reverse("admin:realms_realm_changelist"),
@@ -256,6 +258,7 @@ def test_the_rotate_action_asks_for_the_new_key_and_rotates_it(operator, built):
     csrf = operator.cookies["csrftoken"].value
     url = reverse("admin:ledger_credential_changelist")
     chosen = {"action": "rotate", "_selected_action": [cred.pk], "csrfmiddlewaretoken": csrf}
+    assert '<option value="rotate">' in operator.get(url).content.decode()
     form = operator.post(url, chosen)
     assert form.status_code == 200
     assert 'type="password"' in form.content.decode()
@@ -291,3 +294,21 @@ def test_the_realm_list_costs_the_same_queries_for_one_realm_or_many(
         page = operator.get(url)
     assert page.status_code == 200
     assert page.content.decode().count("toolcheck-admin") >= 5
+
+
+def test_no_changelist_costs_a_query_a_row(operator, built):
+    urls = [url for name, url in admin_pages() if "#" not in name]
+
+    def counts() -> dict[str, int]:
+        found = {}
+        for url in urls:
+            with CaptureQueriesContext(connection) as queries:
+                assert operator.get(url).status_code == 200
+            found[url] = len(queries.captured_queries)
+        return found
+
+    one = counts()
+    for n in range(2, 5):
+        build(f"toolcheck-admin{n}")
+    many = counts()
+    assert {u: c for u, c in many.items() if c > one[u]} == {}

@@ -44,7 +44,10 @@ def session_cookie_header(response: httpx.Response) -> str:
     raise AssertionError("no session cookie was set")
 
 
-def test_the_printed_url_logs_in_and_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_the_printed_url_logs_in_and_a_signal_stops_cleanly(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
     home = tmp_path / "home"
     log = tmp_path / "pit_serve.log"
     port = free_port()
@@ -72,7 +75,7 @@ def test_the_printed_url_logs_in_and_ctrl_c_stops_cleanly(tmp_path: Path) -> Non
             assert api.json()["realms"] == []
             assert httpx.get(f"http://127.0.0.1:{port}/api/realms").status_code == 401
         assert token not in log.read_text().replace(url, "")
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         code = proc.wait(timeout=60)
         left = leftover_pids(home)
     finally:
