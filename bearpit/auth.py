@@ -4,10 +4,15 @@ The token is ``settings.BEARPIT_API_TOKEN`` when set, otherwise a value generate
 into ``BEARPIT_HOME/api-token`` (mode 0600). A request presents it as
 ``Authorization: Bearer <token>`` or the ``bearpit_token`` cookie; it is compared in
 constant time. A URL is never a place for it (access logs keep every URL): only the
-bootstrap ``/login?token=…`` takes it there, trades it for the cookie and redirects to a
-clean URL, and every other route refuses ``?token=`` (``bearpit.urlguard``). Writes from
-a foreign origin are refused, so a page on another site cannot drive the API through the
-operator's browser.
+bootstrap ``/login?token=…`` takes it there, logs the browser in as the operator (a
+Django session, and the cookie) and redirects to a clean URL, and every other route refuses
+``?token=`` (``bearpit.urlguard``).
+
+The operator is one Django superuser (``BEARPIT_OPERATOR_USER``), created on first use with
+no password: the token is the only way in, and the same session opens ``/admin/``. A
+browser's credentials travel by themselves, so a write authenticated by a cookie (the
+session's or the token's) needs Django's CSRF token, and writes from a foreign origin are
+refused, so a page on another site cannot drive the API through the operator's browser.
 """
 
 from __future__ import annotations
@@ -20,10 +25,10 @@ from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpResponseBase
 from rest_framework import exceptions
-from rest_framework.authentication import BaseAuthentication
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -32,7 +37,7 @@ TOKEN_COOKIE = "bearpit_token"  # noqa: S105 - the cookie's name, not a secret
 TOKEN_COOKIE_MAX_AGE = 30 * 24 * 3600
 QUERY_TOKEN = "token"  # noqa: S105 - the query parameter's name, not a secret
 LOGIN_PATH = "/login"
-LOGIN_DEFAULT_NEXT = "/api/realms"
+LOGIN_DEFAULT_NEXT = "/"
 _AUTH_SCHEME = "bearer"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -75,14 +80,40 @@ def token_matches(candidate: str | None) -> bool:
     return hmac.compare_digest(candidate.encode("utf-8"), api_token().encode("utf-8"))
 
 
-def presented_token(request: Any) -> str | None:
-    """The token a request carries: Bearer header, then cookie (never the URL)."""
+def bearer_token(request: Any) -> str | None:
     header = request.META.get("HTTP_AUTHORIZATION", "")
     scheme, _, value = header.partition(" ")
     if scheme.lower() == _AUTH_SCHEME and value.strip():
         return str(value.strip())
+    return None
+
+
+def presented_token(request: Any) -> str | None:
+    """The token a request carries: Bearer header, then cookie (never the URL)."""
+    bearer = bearer_token(request)
+    if bearer is not None:
+        return bearer
     cookie = request.COOKIES.get(TOKEN_COOKIE)
     return str(cookie) if cookie else None
+
+
+def ensure_operator() -> User:
+    """The operator's superuser, created on first use with no usable password."""
+    user, created = User.objects.get_or_create(
+        username=settings.BEARPIT_OPERATOR_USER,
+        defaults={"is_staff": True, "is_superuser": True, "is_active": True},
+    )
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    elif not (user.is_staff and user.is_superuser and user.is_active):
+        user.is_staff = user.is_superuser = user.is_active = True
+        user.save(update_fields=["is_staff", "is_superuser", "is_active"])
+    return user
+
+
+def is_operator(user: Any) -> bool:
+    return bool(user is not None and user.is_active and user.is_superuser)
 
 
 def set_token_cookie(response: HttpResponseBase, token: str, *, secure: bool = False) -> None:
@@ -106,10 +137,24 @@ class OperatorTokenAuthentication(BaseAuthentication):
             return None
         if not token_matches(token):
             raise exceptions.AuthenticationFailed("invalid API token")
+        if bearer_token(request) is None:
+            # The cookie rides along with any request the browser makes: CSRF, as a session.
+            SessionAuthentication().enforce_csrf(request)
         return AnonymousUser(), "operator"
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="bearpit"'
+
+
+class OperatorSessionAuthentication(SessionAuthentication):
+    """The operator's Django session (what ``/login`` starts); CSRF on every write."""
+
+    def authenticate(self, request: Request) -> tuple[Any, str] | None:
+        user = getattr(request._request, "user", None)
+        if not is_operator(user):
+            return None
+        self.enforce_csrf(request)
+        return user, "operator"
 
 
 class HasOperatorToken(BasePermission):
@@ -144,7 +189,7 @@ class SameOriginWrites(BasePermission):
 class OperatorAPIView(APIView):
     """Base for every ``/api/*`` view: operator token required, same-origin writes."""
 
-    authentication_classes = [OperatorTokenAuthentication]
+    authentication_classes = [OperatorTokenAuthentication, OperatorSessionAuthentication]
     permission_classes = [HasOperatorToken, SameOriginWrites]
 
     def permission_denied(

@@ -160,6 +160,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "bearpit.urlguard.QueryTokenRefusedMiddleware",
     "bearpit.urlguard.UrlCharactersMiddleware",
+    "bearpit.static.StaticFilesMiddleware",
     "bearpit.api_errors.JsonErrorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -223,6 +224,17 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BEARPIT_HOME / "static"
+# WhiteNoise (bearpit.static) serves the admin's stylesheets in every mode, DEBUG or not,
+# from the apps' static folders (the finders), so nobody runs collectstatic; a deployment
+# that collects into STATIC_ROOT is served from there as well.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# The operator's browser session (what /login starts; /admin/ and the API take it): never
+# readable by scripts, never sent on a request another site starts.
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Strict"
+CSRF_COOKIE_SAMESITE = "Strict"
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 
-from realms.api.login import login
+from realms.api.login import home, login
 
 
 def health(request: HttpRequest) -> JsonResponse:
@@ -12,6 +12,7 @@ def health(request: HttpRequest) -> JsonResponse:
 
 
 urlpatterns = [
+    path("", home, name="home"),
     path("health", health, name="health"),
     path("login", login, name="login"),
     path("admin/", admin.site.urls),

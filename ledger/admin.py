@@ -1,13 +1,23 @@
-"""The operator's console for keys, profiles, virtual keys and spend."""
+"""The operator's console for keys, profiles, virtual keys and spend.
+
+A provider key is written (added, rotated) and never read back: pages show its last
+characters only. Virtual keys and spend are the gateway's record, read-only here, and a
+virtual key's secret exists nowhere but with its agent (the row holds a hash).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.contrib.admin import helpers
+from django.db.models import BooleanField, Case, QuerySet, Value, When
+from django.http import HttpRequest, HttpResponseBase
+from django.template.response import TemplateResponse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from ledger.models import Credential, LedgerSetting, ProviderProfile, Spend, VirtualKey
 from ledger.services.credentials import CredentialError, add_credential, rotate_credential
@@ -45,12 +55,49 @@ class CredentialForm(CredentialFormBase):
         fields = ("handle", "provider", "api_base")
 
 
+class RotateForm(forms.Form):
+    api_key = forms.CharField(
+        strip=True,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="The new key; stored encrypted and never shown again. Running realms use "
+        "it from their next call.",
+    )
+
+
 @admin.register(Credential)
 class CredentialAdmin(CredentialAdminBase):
     form = CredentialForm
     list_display = ("handle", "provider", "api_base", "masked", "created_at", "rotated_at")
     search_fields = ("handle", "provider")
     readonly_fields = ("masked", "created_at", "rotated_at")
+    actions = ("rotate",)
+
+    @admin.action(description="Rotate the provider key")
+    def rotate(
+        self, request: HttpRequest, queryset: QuerySet[Credential]
+    ) -> HttpResponseBase | None:
+        if queryset.count() != 1:
+            self.message_user(request, "choose exactly one credential", messages.ERROR)
+            return None
+        cred = queryset.get()
+        form = RotateForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            try:
+                rotate_credential(handle=cred.handle, api_key=form.cleaned_data["api_key"])
+            except CredentialError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+            else:
+                self.message_user(request, f"{cred.handle}: key rotated")
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Rotate the key of {cred.handle}",
+            "credential": cred,
+            "form": form,
+            "opts": self.model._meta,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/ledger/credential/rotate.html", context)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Credential | None = None) -> Any:
         # The handle is what scenarios refer to: rename = remove + add.
@@ -104,15 +151,48 @@ class ProfileForm(ProfileFormBase):
         return value
 
 
+_TIER_COLUMNS = ("model", "effort", "input_cost_per_token", "output_cost_per_token")
+
+
+def _tier_rows(categories: dict[str, Any]) -> Iterator[tuple[SafeString]]:
+    for tier, spec in sorted(categories.items()):
+        values = spec if isinstance(spec, dict) else {}
+        cells = (tier, *(values.get(c, "") for c in _TIER_COLUMNS))
+        yield (format_html_join("", "<td>{}</td>", ((v,) for v in cells)),)
+
+
 @admin.register(ProviderProfile)
 class ProviderProfileAdmin(ProfileAdminBase):
     form = ProfileForm
     list_display = ("name", "active", "label", "transport", "api_key_ref", "flat_rate", "source")
+    readonly_fields = ("tiers",)
     actions = ("make_active",)
 
-    @admin.display(boolean=True)
-    def active(self, obj: ProviderProfile) -> bool:
-        return obj.name == active_provider_name()
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ProviderProfile]:
+        # Which profile is active is read once for the page, not once a row.
+        active = active_provider_name()
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                is_active=Case(
+                    When(name=active, then=Value(True)),
+                    default=Value(False),
+                    output_field=BooleanField(),
+                )
+            )
+        )
+
+    @admin.display(boolean=True, ordering="is_active")
+    def active(self, obj: Any) -> bool:
+        return bool(obj.is_active)
+
+    @admin.display(description="tiers")
+    def tiers(self, obj: ProviderProfile) -> SafeString:
+        categories = obj.categories if isinstance(obj.categories, dict) else {}
+        head = format_html_join("", "<th>{}</th>", ((c,) for c in ("tier", *_TIER_COLUMNS)))
+        rows = format_html_join("", "<tr>{}</tr>", _tier_rows(categories))
+        return format_html("<table><tr>{}</tr>{}</table>", head, rows)
 
     @admin.action(description="Make the active provider")
     def make_active(self, request: HttpRequest, queryset: QuerySet[ProviderProfile]) -> None:
@@ -133,6 +213,9 @@ class _ReadOnly(AnyAdminBase):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -169,4 +252,5 @@ class SpendAdmin(_ReadOnly):
     )
     list_filter = ("outcome",)
     search_fields = ("realm_id", "agent_id")
+    list_select_related = ("key",)
     raw_id_fields = ("key",)

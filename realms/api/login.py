@@ -1,19 +1,42 @@
 """``/login?token=…``: the one URL that may carry the operator token.
 
-A browser cannot send a header from an address bar, so the operator opens this once;
-the token becomes an HttpOnly, SameSite=Strict cookie and the browser is sent (303) to
-a URL without it, so it stays out of history, bookmarks and referrers from then on.
+A browser cannot send a header from an address bar, so the operator opens this once
+(``pit serve`` prints it): the browser is logged in as the operator's Django user (an
+HttpOnly, SameSite=Strict session cookie, which ``/admin/`` takes too), the token also
+becomes an HttpOnly, SameSite=Strict cookie, and the browser is sent (303) to a URL without
+it, so it stays out of history, bookmarks and referrers from then on. The platform's
+server writes no access log, so the one request that carries it is not kept either.
 """
 
 from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from django.contrib.auth import login as start_session
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.utils.html import escape
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
-from bearpit.auth import LOGIN_DEFAULT_NEXT, QUERY_TOKEN, set_token_cookie, token_matches
+from bearpit.auth import (
+    LOGIN_DEFAULT_NEXT,
+    LOGIN_PATH,
+    QUERY_TOKEN,
+    ensure_operator,
+    is_operator,
+    set_token_cookie,
+    token_matches,
+)
+
+_ANONYMOUS_HOME = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Bearpit</title></head>
+<body>
+<h1>Bearpit</h1>
+<p>This browser is not logged in. Open the login URL that <code>pit serve</code> printed
+(<code>pit serve --print-url</code> prints it again): <code>{login}?token=…</code></p>
+<p>Scripts send <code>Authorization: Bearer &lt;token&gt;</code> to <code>/api/</code>.</p>
+</body></html>
+"""
 
 
 def _clean_next(request: HttpRequest) -> str:
@@ -44,6 +67,17 @@ def login(request: HttpRequest) -> HttpResponse:
         return _private(JsonResponse(body, status=400))
     if not token_matches(token):
         return _private(JsonResponse({"error": "invalid API token"}, status=401))
+    start_session(request, ensure_operator())
     response = HttpResponseRedirect(_clean_next(request), status=303)
     set_token_cookie(response, token, secure=request.is_secure())
     return _private(response)
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """The operator goes to the admin (the console comes later); anyone else is told how
+    to log in."""
+    if is_operator(getattr(request, "user", None)):
+        return HttpResponseRedirect("/admin/")
+    page = _ANONYMOUS_HOME.format(login=escape(LOGIN_PATH))
+    return _private(HttpResponse(page, content_type="text/html; charset=utf-8"))

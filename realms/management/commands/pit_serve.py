@@ -1,0 +1,174 @@
+"""``pit_serve``: the embedded platform as a long-running server for the operator.
+
+It starts what ``pit_up`` starts, serves the platform's app on ``--host``/``--port`` for a
+browser and for scripts, and does a worker's part in the background: it recovers the
+realms a previous run left live, then ticks every running realm. It prints the URL that
+logs the operator in, then a line per phase, until Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import CommandError, CommandParser
+from django.db import close_old_connections, connections
+
+from bearpit.auth import LOGIN_PATH, QUERY_TOKEN, api_token, ensure_operator
+from bearpit.server import PlatformServer
+from realms.embedded.platform import EmbeddedPlatform
+from realms.management.foreground import ForegroundCommand
+from realms.management.quiet import quiet_logs
+from realms.models import Realm
+from realms.preflight import port_in_use
+from realms.services.recovery import recover_realms
+from realms.warden.watch import finish_concluding, tick_realm
+
+log = logging.getLogger(__name__)
+
+_ANY_ADDRESS = ("0.0.0.0", "::", "")  # noqa: S104 - names, for the printed URL
+
+
+def login_url(host: str, port: int) -> str:
+    shown = "127.0.0.1" if host in _ANY_ADDRESS else host
+    if ":" in shown:
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}{LOGIN_PATH}?{QUERY_TOKEN}={api_token()}"
+
+
+class Ticker:
+    """A worker's beat in a thread: every tick period, one Warden tick per running realm,
+    the teardown of each realm a tick ended, and a line for each realm that ended.
+
+    It calls what the ``warden.tick`` and ``warden.conclude`` tasks call, as the
+    foreground driver does, through the same claims: a worker that also ticks a realm
+    (with a broker) never ticks it at the same time."""
+
+    def __init__(self, period_s: float, say: Callable[[str], None]) -> None:
+        self._period_s = period_s
+        self._say = say
+        self._live: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="realm-ticker", daemon=True)
+
+    def start(self) -> Ticker:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self._period_s):
+                close_old_connections()
+                self._tick_all()
+        finally:
+            connections.close_all()
+
+    def _tick_all(self) -> None:
+        running = Realm.objects.filter(state=Realm.State.RUNNING).values_list("realm_id", flat=True)
+        for realm_id in running:
+            if self._stop.is_set():
+                return
+            try:
+                ticked = tick_realm(realm_id)
+                if ticked is not None and ticked.concluded is not None:
+                    finish_concluding(realm_id)
+            except Exception:
+                log.exception("ticking %s failed", realm_id)
+        self._report_ended()
+
+    def _report_ended(self) -> None:
+        live = set(
+            Realm.objects.exclude(state__in=Realm.TERMINAL_STATES).values_list(
+                "realm_id", flat=True
+            )
+        )
+        ended = Realm.objects.filter(realm_id__in=self._live - live).order_by("realm_id")
+        for realm in ended:
+            self._say(f"{realm.state}: {realm.realm_id} — {realm.conclusion_detail}")
+        self._live = live
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Let the tick under way finish (a half-run tick would be rolled back anyway)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+
+class Command(ForegroundCommand):
+    help = (
+        "Serve the platform for the operator: start the embedded platform, serve the web "
+        "app (the admin, the API) on --host/--port, recover realms a previous run left live "
+        "and tick every running realm in the background. Prints the URL that logs a browser "
+        "in as the operator (a Django superuser, created on first start). Ctrl-C or SIGTERM "
+        "stops serving and the platform cleanly, exit 0; realms still running are left as "
+        "they are, for the next start (or pit up PATH --realm ID) to recover."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1", help="address to serve on")
+        parser.add_argument("--port", type=int, default=8000, help="port to serve on")
+        parser.add_argument("--print-url", action="store_true", help="print the login URL and exit")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        host: str = options["host"]
+        port: int = options["port"]
+        if not 0 < port < 65536:
+            raise CommandError(f"--port {port}: expected a port from 1 to 65535")
+        if options["print_url"]:
+            self.stdout.write(login_url(host, port))
+            return
+        quiet_logs(options["verbosity"])
+        if options["verbosity"] < 2:
+            # A request for a host not in ALLOWED_HOSTS gets its 400; a traceback in the
+            # operator's terminal for every such probe says nothing more.
+            logging.getLogger("django.security.DisallowedHost").setLevel(logging.CRITICAL)
+        if port == settings.BEARPIT_PLATFORM_PORT and settings.BEARPIT_MATRIX_URL is None:
+            raise CommandError(
+                f"--port {port} is BEARPIT_PLATFORM_PORT, where the embedded platform takes "
+                "the homeserver's pushes: pass another --port, or set BEARPIT_PLATFORM_PORT"
+            )
+        if port_in_use(port, host if host not in _ANY_ADDRESS else "0.0.0.0"):  # noqa: S104
+            raise CommandError(
+                f"port {port} on {host} is already in use: stop what listens there, "
+                "or pass --port with a free port"
+            )
+        stopping = threading.Event()
+        previous = {
+            signum: signal.signal(signum, lambda *_: stopping.set())
+            for signum in (signal.SIGINT, signal.SIGTERM)
+        }
+        platform = EmbeddedPlatform(self.say)
+        server: PlatformServer | None = None
+        ticker: Ticker | None = None
+        try:
+            self.say("start: database, homeserver, gateway, realmtools")
+            if not self.start_platform(platform):
+                return
+            operator = ensure_operator()
+            self.say(f"operator: {operator.get_username()} (superuser; /admin/ takes its session)")
+            recovered = recover_realms(force=True)
+            for realm_id, outcome in sorted(recovered.items()):
+                self.say(f"recover: {realm_id} {outcome}")
+            try:
+                server = PlatformServer(port, host=host).start()
+            except RuntimeError as exc:
+                raise CommandError(str(exc).splitlines()[0]) from exc
+            ticker = Ticker(settings.BEARPIT_TICK_SECONDS, self.say).start()
+            self.say(f"serve: http://{host}:{server.port}/ (the admin /admin/, the API /api/)")
+            self.say(f"login: {login_url(host, server.port)}")
+            while not stopping.wait(0.5):  # a short wait, so the signal handler gets a turn
+                pass
+            self.say("stopping: realms still running are left for the next start to recover")
+        finally:
+            if ticker is not None:
+                ticker.stop()
+            if server is not None:
+                server.stop()
+            platform.stop()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        self.say("stopped")
