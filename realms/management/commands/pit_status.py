@@ -10,6 +10,7 @@ from realms.management.base import RealmCommand
 
 class Command(RealmCommand):
     help = "Show a realm's state, how many events it chronicled, and each agent's spend."
+    requires_system_checks: list[str] = []  # read-only; the checks import every URL's views
 
     def handle_realm(self, realm_id: str, **options: Any) -> None:
         status = realm_status(realm_id)
