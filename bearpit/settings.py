@@ -142,7 +142,7 @@ _DAPHNE_APP = ["daphne"] if sys.argv[1:2] == ["runserver"] else []
 
 INSTALLED_APPS = [
     *_DAPHNE_APP,
-    "django.contrib.admin",
+    "bearpit.adminsite.AdminConfig",  # the admin, discovered on first use
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
