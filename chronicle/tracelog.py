@@ -98,3 +98,48 @@ def trace_lines(realm_id: str, query: TraceQuery, *, today: date | None = None) 
         if len(picked) >= query.last:
             break
     return picked[::-1]
+
+
+# What the runtime traces when something went wrong, and a ``turn_end`` that carries an
+# error (a provider refusal ends the turn with the reason).
+FAILURE_TYPES = ("provider_error", "error", "turn_end")
+
+
+def _failure_text(payload: dict[str, Any], providers: dict[str, str]) -> str | None:
+    agent, kind, data = _record(payload)
+    on = f" (provider {providers[agent]!r})" if providers.get(agent) else ""
+    if kind == "provider_error" or (
+        kind == "turn_end" and data.get("termination") == "provider_error" and data.get("error")
+    ):
+        status = f"{data['status']} " if kind == "provider_error" and data.get("status") else ""
+        return f"{agent}'s last model call failed{on}: {status}{data.get('error')}"
+    if kind == "error":
+        return f"{agent} failed in {data.get('where')}: {data.get('error')}"
+    if kind == "turn_end" and data.get("error"):
+        return f"{agent}'s turn ended ({data.get('termination')}): {data.get('error')}"
+    return None
+
+
+def latest_failure(realm_id: str) -> str | None:
+    """One line on the newest failure the Chronicle shows: a model call or runtime error
+    in an agent's trace, or a teardown step that failed."""
+    traced = (
+        selectors.events(realm_id, Kind.TRACE)
+        .filter(payload__type__in=FAILURE_TYPES)
+        .order_by("-ts_ms", "-id")
+    )
+    providers = {
+        agent: str(key.get("provider") or "")
+        for agent, key in selectors.minted_keys(realm_id).items()
+    }
+    found: tuple[int, str] | None = None
+    for event in traced[:50]:  # turn ends without an error are skipped over
+        text = _failure_text(event.payload, providers)
+        if text is not None:
+            found = (event.ts_ms, text)
+            break
+    teardown = selectors.lifecycle_events(realm_id, "teardown_error")
+    if teardown and (found is None or teardown[-1].ts_ms >= found[0]):
+        step = teardown[-1].payload
+        found = (teardown[-1].ts_ms, f"teardown {step.get('step')} failed: {step.get('detail')}")
+    return None if found is None else one_line(found[1], 200)

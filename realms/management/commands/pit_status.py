@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chronicle.integrity import findings
 from realms.api.status import realm_status
 from realms.management.base import RealmCommand
 
@@ -33,3 +34,8 @@ class Command(RealmCommand):
             out.write("spend:    (no spend recorded)")
         if status["error"]:
             out.write(f"error:    {status['error']}")
+        found = findings(realm_id)
+        if found:
+            out.write("integrity:")
+            for finding in found:
+                out.write(f"  {finding.line()}")
