@@ -46,6 +46,18 @@ def test_one_agents_calls_of_one_tool(toolcheck_realm: RanRealm) -> None:
     assert re.fullmatch(r"submit_sealed → success, \d+ chars, \d+ ms", result.group(3)), out
 
 
+def test_only_the_named_tool_of_an_agent_that_used_several(toolcheck_realm: RanRealm) -> None:
+    out = lines(
+        toolcheck_realm.manage("pit_trace", "-r", toolcheck_realm.realm_id, "--tool", "rule")
+    )
+    parsed = [LINE.match(line) for line in out]
+    assert [(m.group(1), m.group(2)) for m in parsed if m] == [
+        ("umpire", "tool_call"),
+        ("umpire", "tool_result"),
+    ], out
+    assert out[0].split(" tool_call ", 1)[1].startswith('rule({"outcome": "ping wins the relay"')
+
+
 def test_grep_matches_the_whole_record_in_any_case(toolcheck_realm: RanRealm) -> None:
     realm = toolcheck_realm.realm_id
     out = lines(toolcheck_realm.manage("pit_trace", "-r", realm, "-g", "GREEN", "-n", "200"))
