@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from bearpit.celery import app
-
 
 def enqueue(name: str, *args: object) -> None:
     """Send task ``name`` with ``args`` after commit (at once outside a transaction)."""
     payload = tuple(args)
 
     def send() -> None:
+        from bearpit.celery import app  # imported on first use: Celery is slow to import
+
         if app.conf.task_always_eager:
             if name not in app.tasks:
                 # Only a worker imports every app's tasks module at start.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -135,9 +136,13 @@ def _home_secret(path: Path) -> str:
 
 SECRET_KEY = _secret_key or _home_secret(BEARPIT_HOME / "secret-key")
 
+# Daphne's app only replaces ``runserver`` with its ASGI one, and importing it starts
+# Twisted (most of a second), so every other command goes without it.
+_DAPHNE_APP = ["daphne"] if sys.argv[1:2] == ["runserver"] else []
+
 INSTALLED_APPS = [
-    "daphne",
-    "django.contrib.admin",
+    *_DAPHNE_APP,
+    "bearpit.adminsite.AdminConfig",  # the admin, discovered on first use
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

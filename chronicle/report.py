@@ -7,6 +7,7 @@ untrusted; it is served as ``text/markdown`` and never rendered as HTML by us.
 from __future__ import annotations
 
 from chronicle import selectors
+from chronicle.integrity import findings
 from realms.models import Realm
 from realms.plan import plan_of
 
@@ -40,6 +41,7 @@ def render_report(realm_id: str, *, title: str | None = None) -> str:
     lines += ruling_section(realm_id)
     lines += termination_section(realm_id)
     lines += eliminations_section(realm_id)
+    lines += integrity_section(realm_id)
 
     scores = selectors.scoreboard(realm_id)
     if scores:
@@ -92,6 +94,14 @@ def ruling_section(realm_id: str) -> list[str]:
     items = reasons if isinstance(reasons, list) else [reasons]
     lines += [_bullet(str(item)) for item in items if item is not None and str(item).strip()]
     return [*lines, ""]
+
+
+def integrity_section(realm_id: str) -> list[str]:
+    """Signs the result may not mean what it says; no section when there are none."""
+    found = findings(realm_id)
+    if not found:
+        return []
+    return ["## Integrity", *(f"- {finding.line()}" for finding in found), ""]
 
 
 def termination_section(realm_id: str) -> list[str]:

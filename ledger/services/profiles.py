@@ -213,6 +213,11 @@ def all_profiles() -> dict[str, Profile]:
     return out
 
 
+def providers_using_handle(handle: str) -> list[str]:
+    """The profiles whose key is stored under ``handle``, by name."""
+    return sorted(name for name, p in all_profiles().items() if p.api_key_ref == handle)
+
+
 def get_profile(name: str) -> Profile:
     profiles = all_profiles()
     if name not in profiles:

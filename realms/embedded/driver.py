@@ -19,6 +19,7 @@ from django.conf import settings
 
 from chronicle import selectors
 from chronicle.report import render_report
+from chronicle.tracelog import latest_failure
 from realms.forge import layout
 from realms.models import Realm
 from realms.services.conclude import conclude_realm, finish_conclusion
@@ -39,6 +40,19 @@ class Counts:
         return (
             f"running: {self.messages} messages, {self.events} events, ${self.spend_usd:.4f} spent"
         )
+
+
+# Progress is what the agents did (messages, model spend): events keep coming from the
+# Warden's own turns and the trace ingestion even when every model call fails.
+QUIET_AFTER_LINES = 3
+
+
+def progress_line(realm_id: str, now: Counts, quiet_s: float | None) -> str:
+    """The running line; after a quiet spell, why the realm may be stuck."""
+    if quiet_s is None:
+        return now.line()
+    why = latest_failure(realm_id)
+    return f"{now.line()} — no progress for {quiet_s:.0f}s" + (f"; {why}" if why else "")
 
 
 def counts(realm_id: str) -> Counts:
@@ -77,7 +91,8 @@ def run_to_end(
     """Tick until the realm is over; returns its final state. Ctrl-C → ``manual``."""
     tick_every = settings.BEARPIT_TICK_SECONDS if tick_s is None else tick_s
     progress_every = settings.BEARPIT_PROGRESS_EVERY_S if progress_s is None else progress_s
-    started = last_line = time.monotonic()
+    started = last_line = moved_at = time.monotonic()
+    last_progress: tuple[int, float] | None = None
     announced_end = False
     try:
         while True:
@@ -94,7 +109,12 @@ def run_to_end(
                 conclude_realm(realm_id, "manual", f"the run passed its {max_s:.0f}s limit")
                 break
             if now - last_line >= progress_every:
-                say(counts(realm_id).line())
+                current = counts(realm_id)
+                if (current.messages, current.spend_usd) != last_progress:
+                    last_progress, moved_at = (current.messages, current.spend_usd), now
+                quiet = now - moved_at
+                quiet_s = quiet if quiet >= QUIET_AFTER_LINES * progress_every else None
+                say(progress_line(realm_id, current, quiet_s))
                 last_line = now
             time.sleep(tick_every)
     except KeyboardInterrupt:

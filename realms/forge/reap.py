@@ -38,7 +38,7 @@ def _sandbox_home_of(cmd: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def reap(dry_run: bool = False) -> list[dict[str, Any]]:
+def reap(dry_run: bool = False, *, force: bool = False) -> list[dict[str, Any]]:
     """Find (and unless ``dry_run``, remove) what no live realm owns:
 
     * sandbox rows still live whose realm is gone or finished (stopped);
@@ -46,9 +46,12 @@ def reap(dry_run: bool = False) -> list[dict[str, Any]]:
     * containers of this installation no live row accounts for (removed);
     * capped home / shared mounts of realms with no live sandbox (unmounted);
     * open-egress network namespaces (and their pasta) of such realms (removed).
+
+    ``force`` counts no realm as live, whatever its row says: for a realm left
+    ``running`` by a process that is gone, whose sandboxes nothing will stop.
     """
     found: list[dict[str, Any]] = []
-    live_realms = _live_realms()
+    live_realms = set() if force else _live_realms()
     for row in Sandbox.objects.filter(state__in=Sandbox.LIVE_STATES).exclude(
         realm_id__in=live_realms
     ):

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, Literal
 
 from realms.packages.errors import PackageError, expected, join_path
+
+if TYPE_CHECKING:
+    import jsonschema
 
 # Verbs the realmtools server serves itself; a grant may never name or shadow one.
 REALMTOOLS_VERBS = frozenset(
@@ -112,6 +113,8 @@ def canonical_tool_name(name: str) -> str:
 
 def config_errors(tool: GrantableTool, config: Any, file: str, prefix: str) -> list[PackageError]:
     """Problems of a ``spec.tools.<name>`` block measured against the tool's config schema."""
+    import jsonschema  # a fifth of a second to import; only a package that configures a tool
+
     validator = jsonschema.Draft202012Validator(tool.config_schema)
     out: list[PackageError] = []
     for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.path]):

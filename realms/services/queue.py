@@ -6,7 +6,6 @@ provision and tick it, so it refuses to launch where no broker is configured.
 
 from __future__ import annotations
 
-from bearpit.celery import app
 from bearpit.queue import enqueue
 from realms.library import services as library
 from realms.models import Realm
@@ -31,6 +30,8 @@ def queue_realm(package: str, options: LaunchOptions, *, capacity: int) -> Realm
     Raises :class:`QueueRefused` (404 unknown package, 409 realm id taken, 429 at
     capacity, 503 no worker) or :class:`LaunchError` (bad parameters, tools, provider).
     """
+    from bearpit.celery import app  # imported on first use: Celery is slow to import
+
     if app.conf.task_always_eager:
         raise QueueRefused(
             503,

@@ -16,6 +16,7 @@ from ledger.services.credentials import (
     remove_credential,
     rotate_credential,
 )
+from ledger.services.profiles import providers_using_handle
 
 
 def _read_key(given: str | None, *, required: bool) -> str | None:
@@ -41,6 +42,15 @@ def _read_key(given: str | None, *, required: bool) -> str | None:
     return None
 
 
+def _provider_of(handle: str) -> str:
+    """The one provider profile that stores its key under ``handle``."""
+    names = providers_using_handle(handle)
+    if len(names) == 1:
+        return names[0]
+    which = f"profiles {', '.join(names)} all use" if names else "no provider profile uses"
+    raise CommandError(f"--provider: not given, and {which} the handle {handle!r}; pass it")
+
+
 class Command(BaseCommand):
     help = "Manage provider keys (BYOK). Keys are encrypted at rest and never shown again."
 
@@ -48,7 +58,11 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         add = sub.add_parser("add", help="store a provider key under a handle")
         add.add_argument("handle")
-        add.add_argument("--provider", required=True)
+        add.add_argument(
+            "--provider",
+            default=None,
+            help="the provider the key is for (default: the profile that names this handle)",
+        )
         add.add_argument("--api-base", default="")
         add.add_argument("--api-key", default=None, help="prefer stdin: arguments show in ps")
         add.add_argument("--keyless", action="store_true", help="a provider that needs no key")
@@ -64,9 +78,10 @@ class Command(BaseCommand):
         try:
             if action == "add":
                 key = None if options["keyless"] else _read_key(options["api_key"], required=True)
+                provider = options["provider"] or _provider_of(options["handle"])
                 info = add_credential(
                     handle=options["handle"],
-                    provider=options["provider"],
+                    provider=provider,
                     api_key=key,
                     api_base=options["api_base"],
                 )

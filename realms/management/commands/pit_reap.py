@@ -1,4 +1,4 @@
-"""``manage.py pit_reap [--dry-run]``: remove sandboxes no live realm owns."""
+"""``manage.py pit_reap [--dry-run] [--force]``: remove sandboxes no live realm owns."""
 
 from __future__ import annotations
 
@@ -16,10 +16,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dry-run", action="store_true", help="list what would be removed; change nothing"
         )
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="count no realm as live: also remove what realms still marked running own "
+            "(for a realm whose process is gone)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         dry_run = bool(options["dry_run"])
-        found = reap(dry_run=dry_run)
+        found = reap(dry_run=dry_run, force=bool(options["force"]))
         verb = "would remove" if dry_run else "removed"
         for item in found:
             detail = " ".join(f"{k}={v}" for k, v in item.items() if k != "kind")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from chronicle.integrity import findings
 from realms.api.status import realm_status
 from realms.management.base import RealmCommand
 
 
 class Command(RealmCommand):
     help = "Show a realm's state, how many events it chronicled, and each agent's spend."
+    requires_system_checks: list[str] = []  # read-only; the checks import every URL's views
 
     def handle_realm(self, realm_id: str, **options: Any) -> None:
         status = realm_status(realm_id)
@@ -32,3 +34,8 @@ class Command(RealmCommand):
             out.write("spend:    (no spend recorded)")
         if status["error"]:
             out.write(f"error:    {status['error']}")
+        found = findings(realm_id)
+        if found:
+            out.write("integrity:")
+            for finding in found:
+                out.write(f"  {finding.line()}")

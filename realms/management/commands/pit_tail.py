@@ -12,6 +12,7 @@ from realms.management.base import RealmCommand
 
 class Command(RealmCommand):
     help = "Print a realm's last messages, one line each (--full for the whole text)."
+    requires_system_checks: list[str] = []  # read-only; the checks import every URL's views
 
     def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)

@@ -12,6 +12,7 @@ from realms.packages.report import summary_lines
 
 class Command(BaseCommand):
     help = "Validate a scenario package (a folder or a single manifest file)."
+    requires_system_checks: list[str] = []  # read-only; the checks import every URL's views
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", help="package folder or project.json/.yaml file")
