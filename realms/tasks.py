@@ -18,6 +18,9 @@ import logging
 from celery import shared_task
 from celery.signals import worker_process_init, worker_ready
 
+# The project's app, so that ``task.delay`` from any process goes to the configured broker
+# (without it a shared task binds to Celery's default app and its default broker).
+import bearpit.celery  # noqa: F401
 from realms.services.provision import bring_up_realm
 from realms.services.recovery import recover_realms
 from realms.warden.watch import finish_concluding, queue_ticks, watch_realm
