@@ -19,7 +19,6 @@ from django.utils.module_loading import autodiscover_modules
 class LazyAdminSite(admin.AdminSite):
     site_header = "Bearpit"
     site_title = "Bearpit"
-    index_title = "Keys, providers, realms and their record"
     _discovered = False
 
     @property
