@@ -22,24 +22,13 @@ from chronicle import report, selectors, transcript
 from chronicle.models import now_ms
 from realms.forge import layout
 from realms.models import Realm
+from realms.plan import RealmPlan, plan_of
 
 MANIFEST_VERSION = 1
 _SOFTWARE = ("bearpit", "django", "matrix-synapse", "litellm", "mcp")
+
+
 # Fields of a run_config agent that say which model ran and what it cost.
-_AGENT_FIELDS = (
-    "role",
-    "provider",
-    "model",
-    "model_category",
-    "effort",
-    "context_length",
-    "input_cost_per_token",
-    "output_cost_per_token",
-    "budget_usd",
-    "on_exhausted",
-)
-
-
 class UnknownRealmError(LookupError):
     """The realm has neither a row nor a chronicled event."""
 
@@ -77,20 +66,20 @@ def archive_realm(realm_id: str, out_dir: Path | None = None) -> Path:
 def build_manifest(realm_id: str) -> dict[str, Any]:
     """The reproducibility manifest (without the archive's own file digests)."""
     row = Realm.objects.filter(realm_id=realm_id).first()
-    config = selectors.run_config(realm_id) or (row.run_config if row else {}) or {}
-    parameters = config.get("parameters")
-    if not isinstance(parameters, dict):
-        parameters = row.parameters if row else {}
+    plan = selectors.realm_plan(realm_id)
+    if not plan.agents and row is not None:
+        plan = plan_of(row)  # chronicled without a config: the row's launch says more
+    parameters = dict(plan.parameters) or (row.parameters if row else {})
     return {
         "version": MANIFEST_VERSION,
         "realm_id": realm_id,
         "archived_at_ms": now_ms(),
         "state": selectors.lifecycle_state(realm_id),
         "conclusion": selectors.conclusion(realm_id),
-        "package": _package_manifest(row, config),
-        "provider": config.get("provider") or (row.provider if row else None),
+        "package": _package_manifest(row, plan),
+        "provider": plan.provider or (row.provider if row else None),
         "parameters": parameters,
-        "agents": _agent_manifest(config, _minted_prices(realm_id)),
+        "agents": _agent_manifest(plan, _minted_prices(realm_id)),
         "software": software_versions(),
     }
 
@@ -112,9 +101,9 @@ def package_digest(files: dict[str, bytes]) -> tuple[str, dict[str, str]]:
     return hashlib.sha256(listing.encode("utf-8")).hexdigest(), per_file
 
 
-def _package_manifest(row: Realm | None, config: dict[str, Any]) -> dict[str, Any]:
+def _package_manifest(row: Realm | None, plan: RealmPlan) -> dict[str, Any]:
     files = _package_files(row)
-    name = (row.package_name if row else "") or config.get("package")
+    name = (row.package_name if row else "") or plan.package
     out: dict[str, Any] = {"name": name or None}
     if row is not None and row.package_sha256:
         out["recorded_sha256"] = row.package_sha256
@@ -147,17 +136,27 @@ def _package_files(row: Realm | None) -> dict[str, bytes] | None:
 
 
 def _agent_manifest(
-    config: dict[str, Any], prices: dict[str, dict[str, Any]]
+    plan: RealmPlan, prices: dict[str, dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """Per agent: the resolved model from run_config, with the prices the gateway metered at."""
+    """Per agent: the model launch resolved, with the prices the gateway metered at."""
     agents: dict[str, dict[str, Any]] = {}
-    for agent in config.get("agents") or []:
-        if isinstance(agent, dict) and isinstance(agent.get("id"), str):
-            agents[agent["id"]] = {k: agent[k] for k in _AGENT_FIELDS if k in agent}
+    for agent in plan.agents:
+        resolved = {
+            "role": agent.role,
+            "provider": agent.provider,
+            "model": agent.model,
+            "model_category": agent.model_category,
+            "effort": agent.effort,
+            "context_length": agent.context_length,
+            "budget_usd": agent.budget_usd,
+            "on_exhausted": agent.on_exhausted,
+        }
+        agents[agent.id] = {k: v for k, v in resolved.items() if v not in (None, "")}
     for agent_id, metered in prices.items():
         entry = agents.setdefault(agent_id, {})
         for k, v in metered.items():
-            entry.setdefault(k, v)
+            if entry.get(k) in (None, ""):
+                entry[k] = v
     return agents
 
 

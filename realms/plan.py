@@ -156,6 +156,7 @@ class PlanAgent:
     grace_s: float | None = None
     verdict_ends_realm: bool = False
     # resolved at launch (run_config)
+    model_category: str | None = None
     model: str = ""
     provider: str = ""
     effort: str | None = None
@@ -214,6 +215,8 @@ class RealmPlan:
     """The package's declared name, when it declares one (the report's heading)."""
     provider: str = ""
     """The provider profile launch chose (``offline`` for the keyless scripted one)."""
+    package: str = ""
+    """The package launch read, as it was named (a path or a library name)."""
     goals: tuple[str, ...] = ()
     guidelines: str | None = None
     restrictions: str | None = None
@@ -234,7 +237,8 @@ class RealmPlan:
     stall_nudge: bool = True
     realmtools: bool = False
     free_response: bool = False
-    parameters: Mapping[str, str] = field(default_factory=dict)
+    parameters: Mapping[str, object] = field(default_factory=dict)
+    """The bound parameter values, as launch stored them (JSON values)."""
 
     @classmethod
     def parse(cls, project: object, run_config: object) -> RealmPlan:
@@ -329,6 +333,7 @@ def _agent(declared: Mapping[str, Any], resolved: Mapping[str, Any]) -> PlanAgen
         verdict_ends_realm=bool(
             resolved.get("verdict_ends_realm") or powers.get("verdict_ends_realm")
         ),
+        model_category=_opt_text(resolved.get("model_category", declared.get("model_category"))),
         model=str(resolved.get("model") or ""),
         provider=str(resolved.get("provider") or ""),
         effort=_opt_text(resolved.get("effort")),
@@ -398,6 +403,7 @@ def _parse(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> RealmPl
         name=str(meta.get("name", "realm")),
         title=_title(meta.get("name")),
         provider=str(run_config.get("provider") or ""),
+        package=str(run_config.get("package") or ""),
         goals=_texts(spec.get("goals")),
         guidelines=_opt_text(spec.get("guidelines")),
         restrictions=_opt_text(spec.get("restrictions")),
@@ -416,7 +422,7 @@ def _parse(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> RealmPl
         stall_nudge=bool(run_config.get("stall_nudge", True)),
         realmtools=bool(run_config.get("realmtools")),
         free_response=bool(run_config.get("free_response")),
-        parameters={str(k): str(v) for k, v in _map(run_config.get("parameters")).items()},
+        parameters={str(k): v for k, v in _map(run_config.get("parameters")).items()},
     )
 
 

@@ -29,7 +29,7 @@ def rerun_realm(
     if old is None:
         raise LaunchError([f"realm {realm_id!r}: no such realm"])
     old_plan = plan_of(old)
-    params = dict(old_plan.parameters)
+    params = {name: str(value) for name, value in old_plan.parameters.items()}
     options = LaunchOptions(
         realm_id=new_realm_id,
         parameters=params,

@@ -106,13 +106,13 @@ def test_the_manifest_pins_package_models_prices_parameters_and_software():
     assert per_file == manifest["package"]["files"]
     assert manifest["parameters"] == {"rounds": 3}
     assert manifest["provider"] == "offline"
+    # What launch resolved, read through the realm's plan (prices live on the keys).
     assert manifest["agents"]["ping"] == {
         "role": "participant",
         "provider": "offline",
         "model": "scripted-small",
-        "input_cost_per_token": 1e-06,
-        "output_cost_per_token": 5e-06,
         "budget_usd": 0.5,
+        "on_exhausted": "starve",
     }
     assert manifest["agents"]["umpire"]["model"] == "scripted-medium"
     # run_config carries no prices for the umpire: they come from its metered key
