@@ -6,14 +6,16 @@ from pathlib import Path
 
 import pytest
 
+from realms.packages.loader import load_package
+from realms.packages.parameters import validate_parameter_values
 from tests.e2e.test_mechanics_run import assert_clean_ending, run_realm
-
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "relay"
 WRITERS = ("amber", "basil", "cedar")
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(150)
 def test_relay_runs_its_default_rounds_to_the_editors_verdict(tmp_path: Path) -> None:
     run = run_realm(tmp_path, EXAMPLE)
     assert_clean_ending(run, "referee_verdict")
@@ -22,7 +24,8 @@ def test_relay_runs_its_default_rounds_to_the_editors_verdict(tmp_path: Path) ->
     # The parameters were bound to their defaults, recorded on the running event, and
     # the prose the writers were handed carries the bound values.
     running = chron.kinds("lifecycle")[1]
-    assert running["config"]["parameters"] == {"topic": "a lighthouse that went dark", "rounds": "2"}
+    bound = {"topic": "a lighthouse that went dark", "rounds": "2"}
+    assert running["config"]["parameters"] == bound
     (kickoff,) = [b for b in run.system_posts() if "story relay about" in b]
     assert "a story relay about a lighthouse that went dark" in kickoff
     assert "runs for 2 rounds" in kickoff and "${" not in kickoff
@@ -61,3 +64,17 @@ def test_relay_runs_its_default_rounds_to_the_editors_verdict(tmp_path: Path) ->
     )
     assert complete_2 < verdict_at
     assert run.said("editor") == ["Title: The Key to Carrow Point"]
+
+
+def test_relay_parameters_refuse_values_outside_their_metadata() -> None:
+    loaded = load_package(EXAMPLE)
+    assert loaded.ok and not loaded.warnings
+    params = {p.name: p for p in loaded.parameters}
+    assert list(params) == ["topic", "rounds"]
+    assert validate_parameter_values(loaded.parameters, {"rounds": "5"}) == []
+    assert validate_parameter_values(loaded.parameters, {"rounds": "0"}) == [
+        'rounds: expected at least 1; got "0"'
+    ]
+    assert validate_parameter_values(loaded.parameters, {"rounds": "2.5"}) != []
+    (problem,) = validate_parameter_values(loaded.parameters, {"topic": "a dragon"})
+    assert problem.startswith("topic: expected one of a lighthouse that went dark, ")
