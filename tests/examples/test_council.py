@@ -55,9 +55,11 @@ def test_council_ties_on_the_ballot_and_chooses_in_the_runoff(tmp_path: Path) ->
     (verdict,) = chron.kinds("verdict")
     assert verdict["outcome"] == "the council chooses the library"
     assert verdict["issued_by"] == "clerk"
-    complete_3, runoff, verdict_at = run.order(
-        ("turn", {"event": "round_complete", "completed": 3}),
+    assert [t["completed"] for t in run.turns("round_complete")] == [1, 2, 3]
+    ballot, last_runoff_vote, runoff, verdict_at = run.order(
+        ("tally", {"round": "ballot"}),
+        ("sealed_submit", {"round": "runoff", "agent": "emeka"}),
         ("tally", {"round": "runoff"}),
         ("verdict", {}),
     )
-    assert complete_3 < runoff < verdict_at
+    assert ballot < last_runoff_vote < runoff < verdict_at

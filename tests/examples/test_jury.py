@@ -60,9 +60,12 @@ def test_jury_reads_private_evidence_and_agrees_unanimously(tmp_path: Path) -> N
     (verdict,) = chron.kinds("verdict")
     assert verdict["outcome"] == "the jury finds Tamsin Lowe not guilty"
     assert verdict["issued_by"] == "judge"
-    complete_3, tally_3, verdict_at = run.order(
-        ("turn", {"event": "round_complete", "completed": 3}),
+    assert [t["completed"] for t in run.turns("round_complete")] == [1, 2, 3]
+    tally_2, first_vote_3, last_vote_3, tally_3, verdict_at = run.order(
+        ("tally", {"round": "vote-2"}),
+        ("sealed_submit", {"round": "vote-3", "agent": "oduya"}),
+        ("sealed_submit", {"round": "vote-3", "agent": "quinn"}),
         ("tally", {"round": "vote-3"}),
         ("verdict", {}),
     )
-    assert complete_3 < tally_3 < verdict_at
+    assert tally_2 < first_vote_3 < last_vote_3 < tally_3 < verdict_at

@@ -43,26 +43,18 @@ def test_relay_runs_its_default_rounds_to_the_editors_verdict(tmp_path: Path) ->
     assert len(cue) == 1
     assert f"[amber] {run.said('amber')[0]}" in cue[0]
     assert f"[cedar] {run.said('cedar')[0]}" in cue[0]
-    complete_1, second_grant, first_score = run.order(
-        ("turn", {"event": "round_complete", "completed": 1}),
-        ("turn", {"round": 2, "current": "amber"}),
-        ("score", {"agent": "amber"}),
-    )
-    assert complete_1 < second_grant
+    last_passage, first_score = run.message_ms("cedar")[0], run.event_ms("score")[0]
+    assert last_passage <= first_score
 
     # Every passage kept the thread: one point each per round, and the verdict carries them.
     scores = [(s["agent"], s["delta"]) for s in chron.kinds("score")]
     assert scores == [(w, 1) for w in WRITERS] * 2
-    assert complete_1 < first_score
     (verdict,) = chron.kinds("verdict")
     assert verdict["outcome"] == "the story is told" and verdict["issued_by"] == "editor"
     assert verdict["scoreboard"] == {"amber": 2, "basil": 2, "cedar": 2}
-    _, complete_2, verdict_at = run.order(
-        ("score", {"agent": "cedar"}),
-        ("turn", {"event": "round_complete", "completed": 2}),
-        ("verdict", {}),
-    )
-    assert complete_2 < verdict_at
+    assert run.message_ms("cedar")[1] <= run.event_ms("verdict")[0]
+    # Until it ruled the editor said nothing, yet round 2 ran: a reactive referee's round
+    # waits for no post of its own, as a driving referee's does.
     assert run.said("editor") == ["Title: The Key to Carrow Point"]
 
 

@@ -54,11 +54,12 @@ def test_rps_duel_is_decided_by_the_dominance_tallies(tmp_path: Path) -> None:
     assert verdict["outcome"] == "mara wins the duel" and verdict["issued_by"] == "marshal"
     assert verdict["scoreboard"] == {"mara": 2, "tobin": 1}
 
-    # The verdict came after the fourth round closed, well past min_rounds_before_verdict.
-    complete_4, last_tally, verdict_at = run.order(
-        ("turn", {"event": "round_complete", "completed": 4}),
+    # The verdict came after the fourth round's moves, well past min_rounds_before_verdict.
+    assert [t["completed"] for t in run.turns("round_complete")] == [1, 2, 3, 4]
+    last_seal, last_tally, verdict_at = run.order(
+        ("sealed_submit", {"round": "R4", "agent": "tobin"}),
         ("tally", {"round": "R4"}),
         ("verdict", {}),
     )
-    assert complete_4 < last_tally < verdict_at
+    assert last_seal < last_tally < verdict_at
     assert not [t for t in run.turns() if t["round"] == 5]

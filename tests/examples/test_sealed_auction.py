@@ -48,13 +48,15 @@ def test_sealed_auction_awards_the_licence_high_and_the_fuel_low(tmp_path: Path)
     assert verdict["outcome"] == "gullwing ends with the most profit"
     assert verdict["scoreboard"] == {"ferrow": 0, "gullwing": 32, "keelson": 23}
 
-    # Each tally came after its own round closed, the verdict after both.
-    complete_1, licence, fuel_seal, complete_2, fuel, verdict_at = run.order(
-        ("turn", {"event": "round_complete", "completed": 1}),
+    # Each tally came after its round's last bid, round 2's bids after the licence tally,
+    # the verdict after both.
+    assert [t["completed"] for t in run.turns("round_complete")] == [1, 2]
+    last_licence, licence, first_fuel, last_fuel, fuel, verdict_at = run.order(
+        ("sealed_submit", {"round": "licence", "agent": "keelson"}),
         ("tally", {"round": "licence"}),
-        ("sealed_submit", {"round": "fuel"}),
-        ("turn", {"event": "round_complete", "completed": 2}),
+        ("sealed_submit", {"round": "fuel", "agent": "ferrow"}),
+        ("sealed_submit", {"round": "fuel", "agent": "keelson"}),
         ("tally", {"round": "fuel"}),
         ("verdict", {}),
     )
-    assert complete_1 < licence < fuel_seal < complete_2 < fuel < verdict_at
+    assert last_licence < licence < first_fuel < last_fuel < fuel < verdict_at
