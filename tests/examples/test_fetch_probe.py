@@ -94,8 +94,6 @@ def test_fetch_probe_reports_the_page_and_the_quota_refuses_a_third_fetch(
         f'the page offers Python 3.99.1 ("Download Python 3.99.1", {site})',
         "third fetch: web_fetch quota used up: 2 of 2 calls in this realm",
     ]
-    assert run.said("scout") == [
-        f"FACT: {notes[0]}. My third fetch was refused ({notes[1]})."
-    ]
+    assert run.said("scout") == [f"FACT: {notes[0]}. My third fetch was refused ({notes[1]})."]
     (concluding,) = [p for p in chron.kinds("lifecycle") if p["event"] == "concluding"]
     assert concluding["detail"] == "1 message(s) match '^FACT:' (last from scout)"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from realms.services.launch import realmtools_wired
 
 
 def test_a_granted_tool_alone_wires_realmtools() -> None:
-    solo = [{"id": "scout", "role": "participant"}]
-    assert realmtools_wired({}, solo) is False
-    assert realmtools_wired({}, [{**solo[0], "tools": ["web_fetch"]}]) is True
-    assert realmtools_wired({"provide_tools": False}, [{**solo[0], "tools": ["web_fetch"]}]) is False
+    scout: Mapping[str, Any] = {"id": "scout", "role": "participant"}
+    granted: list[Mapping[str, Any]] = [{**scout, "tools": ["web_fetch"]}]
+    assert realmtools_wired({}, [scout]) is False
+    assert realmtools_wired({}, granted) is True
+    assert realmtools_wired({"provide_tools": False}, granted) is False
