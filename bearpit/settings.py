@@ -10,6 +10,7 @@ Two shapes share this file:
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 import sys
@@ -78,6 +79,17 @@ try:
             "BEARPIT_REALMTOOLS_SECRET: expected at least 32 characters; "
             f"got {len(BEARPIT_REALMTOOLS_SECRET)}"
         )
+    # Addresses web_fetch may reach although they are not public (a mirror on the
+    # operator's own network, a test's local server): exact addresses, never ranges.
+    BEARPIT_WEB_FETCH_ALLOW_ADDRESSES = env.env_list("BEARPIT_WEB_FETCH_ALLOW_ADDRESSES", [])
+    for _address in BEARPIT_WEB_FETCH_ALLOW_ADDRESSES:
+        try:
+            ipaddress.ip_address(_address)
+        except ValueError:
+            raise env.SettingError(
+                "BEARPIT_WEB_FETCH_ALLOW_ADDRESSES: expected IP addresses separated by commas; "
+                f"got {_address!r}"
+            ) from None
     DATABASE = (
         env.parse_database_url("BEARPIT_DATABASE_URL", _database_url) if _database_url else None
     )

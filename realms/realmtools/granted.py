@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+from django.conf import settings
 
 from chronicle.kinds import Kind
 from chronicle.models import Event
@@ -116,6 +117,7 @@ def _web_fetch(
         str(args["url"]),
         allow=[str(p) for p in policy.get("allow") or []],
         contains=str(args["contains"]) if args.get("contains") else None,
+        policy=webfetch.policy_allowing(settings.BEARPIT_WEB_FETCH_ALLOW_ADDRESSES),
     )
 
 

@@ -28,7 +28,7 @@ import select
 import socket
 import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -65,6 +65,14 @@ def is_public_address(ip: IPAddress) -> bool:
         and not ip.is_reserved
         and not ip.is_unspecified
     )
+
+
+def policy_allowing(addresses: Iterable[str]) -> AddressPolicy:
+    """The default policy, plus the exact addresses an operator named as reachable."""
+    named = frozenset(ipaddress.ip_address(a) for a in addresses)
+    if not named:
+        return is_public_address
+    return lambda ip: ip in named or is_public_address(ip)
 
 
 def system_resolve(host: str, port: int) -> list[str]:

@@ -187,6 +187,8 @@ def realmtools_wired(spec: Mapping[str, Any], agents: list[Mapping[str, Any]]) -
         or spec.get("turns")
         or referee_of((a["id"], a.get("role")) for a in agents) is not None
         or any((a.get("private_messaging") or {}).get("enabled") for a in agents)
+        # Granted tools are served through realmtools, as the package's own check says.
+        or any(a.get("tools") for a in agents)
     )
 
 

@@ -329,13 +329,15 @@ class TurnManager:
             actions.extend(self._pause("round", now, completed=completed, messages=messages))
             return actions
         if referee and self.config.referee_cue == "round":
-            actions.append(
-                Post(
-                    f"@{referee} Round {completed} is complete. You can act now through your "
-                    "tools, or let another round run.",
-                    (referee,),
-                )
-            )
+            # A turns realm gates its referee, so this cue is the only way it learns what
+            # the round said (format §3.2), as the driving cue's transcript is.
+            lines = [
+                f"@{referee} Round {completed} is complete. You can act now through your "
+                "tools, or let another round run.",
+                "This round's messages:",
+            ]
+            lines.extend([f"[{who}] {text}" for who, text in messages] or ["(none)"])
+            actions.append(Post("\n".join(lines), (referee,)))
         return actions + self._grant_from(0, now)
 
     def _pause(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,15 +92,24 @@ class RealmRun:
         return found
 
 
-def run_realm(tmp_path: Path, package: str, *, timeout: float = 120, **env: str) -> RealmRun:
-    """``pit_up`` a copy of ``packages/<package>`` to its conclusion and read what it left."""
-    copy = tmp_path / package
-    shutil.copytree(PACKAGES / package, copy)
+def run_realm(
+    tmp_path: Path,
+    package: str | Path,
+    *,
+    timeout: float = 120,
+    args: Sequence[str] = (),
+    **env: str,
+) -> RealmRun:
+    """``pit_up`` a copy of ``packages/<package>`` (or of the folder ``package`` names) to
+    its conclusion, with ``args`` added to the command line, and read what it left."""
+    source = package if isinstance(package, Path) else PACKAGES / package
+    copy = tmp_path / source.name
+    shutil.copytree(source, copy)
     home, log = tmp_path / "home", tmp_path / "pit_up.log"
     began = time.monotonic()
     # -v 2: the platform's log lines too (the tool-call audit among them), which some
     # mechanics tests read and which a failure's output should show.
-    proc = start_pit(["pit_up", str(copy), "-v", "2"], pit_env(home, **env), log)
+    proc = start_pit(["pit_up", str(copy), "-v", "2", *args], pit_env(home, **env), log)
     try:
         code = proc.wait(timeout=timeout)
         left = leftover_pids(home)
