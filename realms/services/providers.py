@@ -65,7 +65,13 @@ def choose_provider(explicit: str | None, *, allow_fallback: bool = False) -> Pr
         "which is not in the keystore"
     )
     if not _configured():
-        return ProviderChoice(OFFLINE, note=f"{why}; no provider is configured, so using offline")
+        # A fresh installation: say what runs instead and how to get the real thing.
+        hint = f"`pit keys add {profile.api_key_ref}` adds it" if profile is not None else ""
+        return ProviderChoice(
+            OFFLINE,
+            note=f"none configured, so offline (the keyless scripted provider); {why}"
+            + (f": {hint}" if hint else ""),
+        )
     if allow_fallback and OFFLINE in profiles:
         return ProviderChoice(OFFLINE, fallback=True, note=f"{why}; substituted offline")
     raise LaunchError(

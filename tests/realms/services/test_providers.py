@@ -21,6 +21,16 @@ def profiles() -> None:
     seed_profiles()
 
 
+def test_an_installation_with_no_provider_runs_offline_and_says_how_to_add_one() -> None:
+    choice = choose_provider(None)
+    assert choice.name == "offline" and not choice.fallback
+    assert choice.note == (
+        "none configured, so offline (the keyless scripted provider); provider 'azure' needs "
+        "the key handle 'azure-main', which is not in the keystore: `pit keys add azure-main` "
+        "adds it"
+    )
+
+
 def test_a_configured_provider_without_its_key_needs_consent() -> None:
     assert choose_provider(None).name == "offline"
     set_active_profile("azure")
