@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,11 @@ def test_without_urls_it_starts_throw_away_servers_on_free_ports_and_removes_the
     pg_port, redis_port = port_of(seen["pg"]), port_of(seen["redis"])
     assert pg_port != 5432 and redis_port != 6379
     assert PROBE_DATABASE in seen["databases"]
-    # Both are gone with their folder once the command is done.
+    # Both are gone with their folder once the command is done (a server may take a moment
+    # to close its socket after it was told to stop).
+    deadline = time.monotonic() + 10
+    while not (refused(pg_port) and refused(redis_port)) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert refused(pg_port) and refused(redis_port)
     assert not list(tmp.glob("bearpit-test-servers.*"))
     tmp.rmdir()  # nothing else was left there either

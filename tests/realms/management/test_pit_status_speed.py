@@ -16,9 +16,9 @@ from tests.realms.management.ranrealm import RanRealm
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
-# pit_status costs about 1.6 times a bare django.setup(); with the servers' and the API's
-# imports it cost over 4 times.
-CPU_RATIO_LIMIT = 2.5
+# pit_status costs 1.6 to 2.6 times a bare django.setup() (more on a loaded machine); with the
+# servers' and the API's imports it cost about 4.7 times.
+CPU_RATIO_LIMIT = 3.5
 DJANGO_SETUP = "import django; django.setup()"
 
 
