@@ -54,7 +54,7 @@ def _changelist_link(model: type[Any], label: str, **filters: str) -> SafeString
     return format_html('<a href="{}?{}">{}</a>', url, urlencode(filters), label)
 
 
-class ReadOnlyAdmin(AnyAdminBase):
+class NoWrites:
     """Viewable, never added, changed or deleted through the admin."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -67,19 +67,14 @@ class ReadOnlyAdmin(AnyAdminBase):
         return False
 
 
-class ReadOnlyTabular(AnyTabularBase):
+class ReadOnlyAdmin(NoWrites, AnyAdminBase):
+    pass
+
+
+class ReadOnlyTabular(NoWrites, AnyTabularBase):
     extra = 0
     can_delete = False
     show_change_link = True
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 # --- scenarios ---------------------------------------------------------------------------
