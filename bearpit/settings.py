@@ -163,6 +163,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "channels",
+    "django_htmx",
     "chronicle",
     "realms",
     "realms.herald",
@@ -184,6 +185,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -207,6 +209,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "realms.console.context.console",
             ],
         },
     },
@@ -241,6 +244,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BEARPIT_HOME / "static"
+# The console's stylesheets, scripts and vendored libraries (static/vendor/manifest.json).
+STATICFILES_DIRS = [BASE_DIR / "static"]
 # WhiteNoise (bearpit.static) serves the admin's stylesheets in every mode, DEBUG or not,
 # from the apps' static folders (the finders), so nobody runs collectstatic; a deployment
 # that collects into STATIC_ROOT is served from there as well.

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 
-from realms.api.login import home, login
+from realms.api.login import login
 
 
 def health(request: HttpRequest) -> JsonResponse:
@@ -12,11 +12,11 @@ def health(request: HttpRequest) -> JsonResponse:
 
 
 urlpatterns = [
-    path("", home, name="home"),
     path("health", health, name="health"),
     path("login", login, name="login"),
     path("admin/", admin.site.urls),
     path("_matrix/app/v1/", include("realms.herald.urls")),
     path("api/", include("realms.api.urls")),
     path("api/", include("ledger.urls")),
+    path("", include("realms.console.urls")),
 ]
