@@ -10,6 +10,7 @@ app_name = "console"
 
 urlpatterns = [
     path("", placeholder.home, name="home"),
+    path("realms/<str:realm_id>/", placeholder.realm, name="realm"),
     path("scenarios/", placeholder.scenarios, name="scenarios"),
     path("skills/", placeholder.skills, name="skills"),
     path("history/", placeholder.history, name="history"),
