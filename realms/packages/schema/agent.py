@@ -6,7 +6,6 @@ from typing import Literal
 
 from pydantic import Field
 
-from realms.skills import builtin as builtin_skills
 from realms.packages.schema.common import (
     AGENT_ID_PATTERN,
     COLOR_PATTERN,
@@ -17,6 +16,7 @@ from realms.packages.schema.common import (
     Strict,
     ToolName,
 )
+from realms.skills import builtin as builtin_skills
 
 ON_EXHAUSTED = ("starve", "starve_then_kill", "kill")
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")

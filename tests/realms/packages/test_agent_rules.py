@@ -145,7 +145,8 @@ AGENT_CASES = [
         None,
         agents_with(skills=[{"source": "gh", "ref": "gh://org/repo@v1"}]),
         [
-            f'{PING}: skills[0].source: expected builtin, local or user (gh is not implemented); got "gh"'
+            f"{PING}: skills[0].source: expected builtin, local or user "
+            '(gh is not implemented); got "gh"'
         ],
     ),
     (
