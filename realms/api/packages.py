@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from bearpit.auth import OperatorAPIView
 from realms.api.uploads import (
     FilesMapJSONParser,
+    TextField,
     ZipParser,
     folder_files,
     form_text,
@@ -32,18 +33,9 @@ from realms.library import services
 from realms.models import Scenario
 
 
-class FileTextField(serializers.CharField):
-    """A file's text: a JSON string, never a number turned into one."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return str(super().to_internal_value(data))
-
-
 def _files_field(*, required: bool = True) -> serializers.DictField:
     return serializers.DictField(
-        child=FileTextField(allow_blank=True, trim_whitespace=False),
+        child=TextField(allow_blank=True, trim_whitespace=False),
         allow_empty=False,
         required=required,
         help_text="Relative path → the file's text.",
