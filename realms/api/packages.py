@@ -155,14 +155,17 @@ class PackageDetailView(OperatorAPIView):
     def put(self, request: Request, name: str) -> Response:
         """Save the whole package into the user's copy; refused unless it loads cleanly."""
         body = _valid(FilesMapSerializer(data=request.data))
+        files = _tree(body["files"])
+        services.sync_examples()
         try:
-            scenario = services.save_user_copy(name, _tree(body["files"]))
+            scenario = services.save_user_copy(name, files)
         except services.LibraryError as exc:
             return _refused(exc)
         return _saved(scenario, status.HTTP_200_OK)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, name: str) -> Response:
+        services.sync_examples()
         try:
             services.delete_user_copy(name)
         except services.LibraryError as exc:
