@@ -36,6 +36,9 @@ def test_board_vote_fails_without_a_majority_of_the_sealed_ballots(tmp_path: Pat
     for who in BOARD:
         opening, reply, voted = run.said(who)
         assert len(opening) > 60 and len(reply) > 60 and voted == "I have voted."
+    # Four calls each (two speeches, the seal, the line after it): nobody woke out of turn.
+    calls = [p["agent"] for p in chron.kinds("spend")]
+    assert [calls.count(d) for d in BOARD] == [4] * len(BOARD)
     seals = [(s["round"], s["agent"]) for s in chron.kinds("sealed_submit")]
     assert seals == [("motion", d) for d in BOARD]
 
@@ -55,7 +58,7 @@ def test_board_vote_fails_without_a_majority_of_the_sealed_ballots(tmp_path: Pat
     # The chair's verdict follows the tally, after the vote round and not before.
     (verdict,) = chron.kinds("verdict")
     assert verdict["outcome"] == "the motion fails" and verdict["issued_by"] == "chair"
-    assert verdict["reasons"].startswith("yes 2, no 1, abstain 2; 3 of the ballots")
+    assert verdict["reasons"] == "yes 2, no 1, abstain 2; a majority needed 3 yes ballots"
     assert [t["completed"] for t in run.turns("round_complete")] == [1, 2, 3]
     vote_closed, last_seal, tally_at, verdict_at = run.order(
         ("turn", {"event": "round_complete", "completed": 2}),

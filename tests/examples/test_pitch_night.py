@@ -1,4 +1,4 @@
-"""examples/pitch-night: judged speeches scored with the score tool, a verdict from the scoreboard."""
+"""examples/pitch-night: judged speeches scored with `score`, a verdict from the scoreboard."""
 
 from __future__ import annotations
 
@@ -27,7 +27,11 @@ def test_pitch_night_is_won_on_the_judges_scores(tmp_path: Path) -> None:
         assert len(run.said(who)) == 2
     # The judge spoke once per round boundary: the opening, the questions, the result.
     opening, questions, result = run.said("judge")
-    assert all(f"@{f}:" in questions for f in FOUNDERS)
+    assert opening.startswith("Welcome to pitch night.")
+    assert all(f"{f}: " in questions for f in FOUNDERS) and "@" not in questions
+    # Each founder was called twice, once per grant: nobody was woken out of turn.
+    calls = [p["agent"] for p in chron.kinds("spend")]
+    assert [calls.count(f) for f in FOUNDERS] == [2, 2, 2]
 
     # Every speech was scored by the judge: round 1 out of 10, round 2 out of 5.
     scores = [(s["agent"], s["delta"], s["reason"].split(":")[0]) for s in chron.kinds("score")]
