@@ -8,10 +8,15 @@ from rest_framework.response import Response
 from chronicle import selectors
 
 
+def not_found(message: str) -> NotFound:
+    """A 404 whose body is ``{error}``, as every other refusal of the API."""
+    return NotFound({"error": message})
+
+
 def known(realm_id: str) -> str:
     """The realm id, or a 404 when neither a row nor the Chronicle knows it."""
     if not selectors.realm_known(realm_id):
-        raise NotFound(f"realm {realm_id!r}: no such realm")
+        raise not_found(f"realm {realm_id!r}: no such realm")
     return realm_id
 
 

@@ -8,13 +8,13 @@ never appears.
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from bearpit.auth import OperatorAPIView
 from realms.api import serializers as s
-from realms.api.common import known
+from realms.api.common import known, not_found
 from realms.api.fields import parse_query
 from realms.realmtools.machine.service import UnknownSeat, seat_history
 
@@ -31,5 +31,5 @@ class RealmMachineView(OperatorAPIView):
         except UnknownSeat as exc:
             raise ValidationError({"as": str(exc)}) from None
         if history is None:
-            raise NotFound(f"realm {realm_id!r} declares no state machine")
+            raise not_found(f"realm {realm_id!r} declares no state machine")
         return Response({"realm_id": realm_id, "seat": seat, **history})
