@@ -84,7 +84,9 @@ def _confined(root: Path, name: str) -> Path:
 
 
 class RealmOutputsView(OperatorAPIView):
-    @extend_schema(responses={200: s.Outputs, 404: s.Error})
+    """The files the realm's teardown captured into its archive."""
+
+    @extend_schema(operation_id="realm_outputs_list", responses={200: s.Outputs, 404: s.Error})
     def get(self, request: Request, realm_id: str) -> Response:
         known(realm_id)
         parse_query(s.EmptyRequest, request.query_params)
@@ -101,12 +103,15 @@ class RealmOutputsView(OperatorAPIView):
 
 
 class RealmOutputFileView(OperatorAPIView):
+    """One captured file, as an attachment."""
+
     @extend_schema(
+        operation_id="realm_output_download",
         responses={
             (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY),
             400: s.Error,
             404: s.Error,
-        }
+        },
     )
     def get(self, request: Request, realm_id: str, name: str) -> HttpResponseBase:
         known(realm_id)

@@ -23,7 +23,9 @@ pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
 # --- stop -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("state", [Realm.State.ARCHIVED, Realm.State.FAILED, Realm.State.CONCLUDING])
+@pytest.mark.parametrize(
+    "state", [Realm.State.ARCHIVED, Realm.State.FAILED, Realm.State.CONCLUDING]
+)
 def test_stop_of_a_realm_that_ended_is_a_409_not_a_false_success(routes_api, state):
     build_realm("over-abc123", state=state)
     response = routes_api.post("/api/realms/over-abc123/stop")
@@ -331,3 +333,18 @@ def test_the_realm_list_keeps_its_shape(routes_api):
     assert set(body) == {"realms", "active", "capacity"}
     assert body["realms"] == [{"realm_id": "l-abc123", "state": "running", "active": True}]
     assert json.dumps(body)
+
+
+def test_nul_and_control_characters_are_refused_before_the_database(routes_api):
+    build_realm("nul-abc123", state=Realm.State.RUNNING)
+    assert routes_api.get("/api/realms/nul%00-abc123").status_code in (400, 404)
+    assert routes_api.post("/api/realms/nul%00/stop").status_code in (400, 404)
+    assert routes_api.get("/api/realms/NOT-AN-ID").status_code == 404
+    for path in (
+        "/api/realms/nul-abc123/events?kind=sp%00end",
+        "/api/runs?scenario=a%00b",
+        "/api/realms/nul-abc123/outputs/a%00b",
+    ):
+        response = routes_api.get(path)
+        assert response.status_code == 400, (path, response.content)
+        assert response.json()

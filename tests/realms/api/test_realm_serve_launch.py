@@ -50,9 +50,7 @@ def test_a_realm_launched_through_the_api_runs_to_its_verdict_under_pit_serve(
         wait_for_line(log, "login: ", proc, timeout=90)
         token = (home / "api-token").read_text().strip()
         headers = {"Authorization": f"Bearer {token}"}
-        with httpx.Client(
-            base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30
-        ) as api:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as api:
             bad = api.post("/api/realms", json={"package": "toolcheck", "colour": "red"})
             assert bad.status_code == 400 and bad.json() == {"colour": "unknown field"}
             started = api.post("/api/realms", json={"package": "toolcheck", "realm_id": REALM})
