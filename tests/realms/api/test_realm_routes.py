@@ -173,6 +173,26 @@ def test_rerun_latest_reloads_the_package(routes_api, local_worker):
     assert Realm.objects.count() == 2
 
 
+def test_rerun_latest_takes_the_librarys_current_copy_and_snapshot_the_old_one(
+    routes_api, local_worker, tmp_path
+):
+    root = tmp_path / "evolving"
+    write_package(root, name="Evolving", agents=[{"id": "solo"}], spec={"goals": ["First."]})
+    library.import_folder(root)
+    assert (
+        routes_api.post("/api/realms", {"package": "evolving", "realm_id": "ev-1"}).status_code
+        == 202
+    )
+    write_package(root, name="Evolving", agents=[{"id": "solo"}], spec={"goals": ["Second."]})
+    library.import_folder(root)
+
+    latest = routes_api.post("/api/realms/ev-1/rerun?mode=latest&as=ev-latest")
+    snapshot = routes_api.post("/api/realms/ev-1/rerun?mode=snapshot&as=ev-snapshot")
+    assert latest.status_code == snapshot.status_code == 202
+    goals = {r.realm_id: r.project["spec"]["goals"] for r in Realm.objects.all()}
+    assert goals == {"ev-1": ["First."], "ev-latest": ["Second."], "ev-snapshot": ["First."]}
+
+
 def test_rerun_refusals(routes_api, settings):
     build_realm("first-abc123", state=Realm.State.ARCHIVED)
     no_worker = routes_api.post("/api/realms/first-abc123/rerun")
