@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 import pytest
 
@@ -21,7 +22,7 @@ ROSTER = ("orin", "vela", "zed")
 
 
 def _caller(agent_id: str) -> Caller:
-    role = "referee" if agent_id == "themis" else "player"
+    role: Literal["referee", "player"] = "referee" if agent_id == "themis" else "player"
     identity = Identity(REALM, agent_id, role, ROSTER, frozenset())
     return Caller(identity, load_facts(REALM))
 
