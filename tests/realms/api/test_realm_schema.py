@@ -35,7 +35,8 @@ def _json_schema(node: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def openapi() -> dict[str, Any]:
-    return _json_schema(SchemaGenerator().get_schema(request=None, public=True))
+    schema: dict[str, Any] = _json_schema(SchemaGenerator().get_schema(request=None, public=True))
+    return schema
 
 
 def _check(openapi, path: str, method: str, status: int, body: Any) -> None:
