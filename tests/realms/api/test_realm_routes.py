@@ -15,7 +15,7 @@ from realms.models import Realm
 from tests.chronicle.realmkit import event
 from tests.fixtures.realms import build_realm, write_package
 
-from .conftest import drained
+from .conftest import check_answer, drained
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
 
@@ -240,10 +240,11 @@ def _outputs(tmp_path: Path, realm_id: str) -> Path:
     return root
 
 
-def test_outputs_are_listed_with_size_digest_and_url(routes_api, tmp_path):
+def test_outputs_are_listed_with_size_digest_and_url(routes_api, tmp_path, openapi):
     build_realm("out-abc123", state=Realm.State.ARCHIVED)
     _outputs(tmp_path, "out-abc123")
     body = routes_api.get("/api/realms/out-abc123/outputs").json()
+    check_answer(openapi, "/api/realms/{realm_id}/outputs", "get", 200, body)
     assert body["realm_id"] == "out-abc123"
     assert body["outputs"] == [
         {

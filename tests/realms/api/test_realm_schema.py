@@ -2,48 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import jsonschema
 import pytest
-from drf_spectacular.generators import SchemaGenerator
 
 from chronicle.kinds import Kind
 from realms.models import Realm
 from tests.chronicle.realmkit import event, running, say
 from tests.fixtures.realms import build_realm
 
+from .conftest import check_answer as _check
+
 pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
 
 REALM = "schema-abc123"
-
-
-def _json_schema(node: Any) -> Any:
-    """OpenAPI 3.0's ``nullable`` as JSON Schema's null type."""
-    if isinstance(node, list):
-        return [_json_schema(n) for n in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: _json_schema(v) for k, v in node.items() if k != "nullable"}
-    if node.get("nullable"):
-        if "type" in out:
-            out["type"] = [out["type"], "null"]
-        elif "$ref" in out or "allOf" in out or "oneOf" in out:
-            out = {"anyOf": [out, {"type": "null"}]}
-    return out
-
-
-@pytest.fixture(scope="module")
-def openapi() -> dict[str, Any]:
-    schema: dict[str, Any] = _json_schema(SchemaGenerator().get_schema(request=None, public=True))
-    return schema
-
-
-def _check(openapi, path: str, method: str, status: int, body: Any) -> None:
-    operation = openapi["paths"][path][method]
-    content = operation["responses"][str(status)]["content"]["application/json"]
-    schema = {**content["schema"], "components": openapi["components"]}
-    jsonschema.validate(body, schema)
 
 
 def test_every_json_answer_matches_its_schema(routes_api, openapi, local_worker):
