@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from chronicle.kinds import Kind
 from chronicle.models import Event
@@ -328,6 +330,13 @@ def test_runs_newest_first_with_outcome_spend_and_duration(routes_api):
     assert first["state"] == "running" and first["duration_s"] >= 0
     assert body["runs"][2]["outcome"] == "alice"
     assert body["active"] == 2 and body["capacity"] >= 1
+
+    lapsed = timezone.now() - dt.timedelta(hours=1)  # the worker that held it is gone
+    build_realm("d-abc123", name="Gamma", state=Realm.State.RUNNING, claimed_until=lapsed)
+    body = routes_api.get("/api/runs").json()
+    assert body["runs"][0]["realm_id"] == "d-abc123"
+    assert body["runs"][0]["active"] is False
+    assert body["active"] == 2
 
     alpha = routes_api.get("/api/runs?scenario=Alpha&limit=1").json()["runs"]
     assert [r["realm_id"] for r in alpha] == ["c-abc123"]
