@@ -1,4 +1,4 @@
-"""examples/design-doc: no turns, section files in the shared folder, outputs, an editor's verdict."""
+"""examples/design-doc: no turns, section files in a shared folder, outputs, a verdict."""
 
 from __future__ import annotations
 
