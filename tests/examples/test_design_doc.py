@@ -13,6 +13,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "design-doc"
 AUTHORS = ("alerts", "gauges", "ops")
+ALL_THREE = "Sections now: alerts.md, gauges.md, ops.md.\n"
 SEVERE_DRAFT = (
     "> SEVERE FLOOD WARNING, River Tarrow at Mill Bridge: 2.7 m and rising. Danger to life. "
     "Leave low ground now and follow the police. Updates at tarrow.gov.uk/flood. Reply STOP to end."
@@ -39,8 +40,14 @@ def test_design_doc_is_written_in_parallel_checked_and_shipped(tmp_path: Path) -
     assert sorted(agent for agent, _code, _out in drafts) == list(AUTHORS)
     for agent, _code, out in drafts:
         assert out.startswith(f"sections/{agent}.md: ") and f"{agent}.md" in out.split("now: ")[1]
-    # Whoever wrote last saw all three, and the editor started from that report.
-    assert drafts[-1][2].endswith("Sections now: alerts.md, gauges.md, ops.md.\n")
+    # Whoever wrote last saw all three (not necessarily the last result recorded), and the
+    # editor started from that report.
+    complete = [out for _agent, _code, out in drafts if out.endswith(ALL_THREE)]
+    assert complete, drafts
+    assert [b for b in run.said("editor") if "the three drafts are in" in b] == [
+        "@ops the three drafts are in: check your cost against the alert messages before you "
+        "assemble."
+    ]
     assert [agent for agent, _code, _out in results[3:]] == [
         "editor",
         "ops",
