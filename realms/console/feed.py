@@ -4,7 +4,8 @@ Every payload is ``{"v": 1, "kind": ..., ...}``:
 
 - ``message``: ``event_id`` (the Matrix event id, unique), ``channel``, ``sender``,
   ``agent`` (empty for the platform and the operator), ``body``, ``attachments``, ``ts``.
-- ``event``: ``id`` (the Chronicle's), ``event_kind``, ``payload`` (redacted), ``ts``.
+- ``event``: ``id`` (the Chronicle's), ``event_kind``, ``summary`` (the timeline's line),
+  ``payload`` (redacted), ``ts``.
 - ``spend``: ``id``, ``agent``, ``usd`` (this call's), ``cumulative``, ``cap``,
   ``tokens_in``, ``tokens_out``, ``ts`` — a SPEND event, which the ledger writes when a
   metered call settles.
@@ -28,6 +29,7 @@ from chronicle.kinds import Kind
 from chronicle.models import Event, Message
 from chronicle.selectors import REALM_STATES
 from realms.api.status import redact
+from realms.console import timeline
 
 VERSION = 1
 
@@ -94,6 +96,7 @@ def event_payloads(data: dict[str, Any]) -> list[dict[str, Any]]:
             "kind": "event",
             "id": event_id,
             "event_kind": kind,
+            "summary": timeline.summary(kind, redact(payload)),
             "payload": redact(payload),
             "ts": ts_ms,
         }
