@@ -161,7 +161,7 @@ def _charts(realm_id: str, agents: list[AgentCard], upto: int) -> dict[str, Any]
         if isinstance(agent, str) and isinstance(delta, int | float):
             totals[agent] = totals.get(agent, 0.0) + float(delta)
             score.setdefault(agent, []).append([ts, totals[agent]])
-    return {"spend": spend, "score": score}
+    return {"spend": spend, "score": score, "start": selectors.started_ms(realm_id)}
 
 
 def message_window(realm_id: str, before: tuple[int, int] | None = None) -> list[Message]:

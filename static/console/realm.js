@@ -14,7 +14,9 @@
   var state = data.state;
 
   var transcript = document.getElementById("transcript");
+  var transcriptBox = document.getElementById("transcript-box");
   var timeline = document.getElementById("timeline");
+  var timelineBox = document.getElementById("timeline-box");
   var pill = document.getElementById("new-messages");
   var liveStatus = document.getElementById("live-status");
   var stateBadge = document.getElementById("realm-state");
@@ -88,40 +90,44 @@
     applyFilter(li);
     var empty = transcript.querySelector("li.empty");
     if (empty) empty.remove();
-    var follow = atBottom(transcript);
     transcript.appendChild(li);
-    if (follow) {
-      transcript.scrollTop = transcript.scrollHeight;
+    if (stick) {
+      transcriptBox.scrollTop = transcriptBox.scrollHeight;
     } else if (!li.hidden) {
       pill.hidden = false;
     }
   }
 
-  transcript.addEventListener("scroll", function () {
-    if (atBottom(transcript)) pill.hidden = true;
+  // Follow the newest message until the reader scrolls up; then offer the way back.
+  var stick = true;
+  transcriptBox.addEventListener("scroll", function () {
+    stick = atBottom(transcriptBox);
+    if (stick) pill.hidden = true;
   });
   pill.addEventListener("click", function () {
-    transcript.scrollTop = transcript.scrollHeight;
+    transcriptBox.scrollTop = transcriptBox.scrollHeight;
     pill.hidden = true;
-    transcript.focus();
+    transcriptBox.focus();
   });
-  document.querySelectorAll(".channel-filter .chip").forEach(function (chip) {
-    chip.addEventListener("click", function () {
-      filter = chip.dataset.filter;
-      document.querySelectorAll(".channel-filter .chip").forEach(function (other) {
-        other.setAttribute("aria-pressed", String(other === chip));
-      });
-      transcript.querySelectorAll("li.msg").forEach(applyFilter);
-      transcript.scrollTop = transcript.scrollHeight;
+  function choose(e) {
+    var chip = e.currentTarget;
+    filter = chip.dataset.filter;
+    document.querySelectorAll(".channel-filter .chip").forEach(function (other) {
+      other.setAttribute("aria-pressed", String(other === chip));
     });
+    transcript.querySelectorAll("li.msg").forEach(applyFilter);
+    transcriptBox.scrollTop = transcriptBox.scrollHeight;
+  }
+  document.querySelectorAll(".channel-filter .chip").forEach(function (chip) {
+    chip.addEventListener("click", choose);
   });
   // "Show earlier" swaps older rows in: keep the reader's place and learn their ids.
   document.body.addEventListener("htmx:beforeSwap", function (e) {
-    if (transcript.contains(e.detail.target)) transcript.dataset.keep = String(transcript.scrollHeight - transcript.scrollTop);
+    if (transcript.contains(e.detail.target)) transcript.dataset.keep = String(transcriptBox.scrollHeight - transcriptBox.scrollTop);
   });
   document.body.addEventListener("htmx:afterSettle", function () {
     if (transcript.dataset.keep) {
-      transcript.scrollTop = transcript.scrollHeight - Number(transcript.dataset.keep);
+      transcriptBox.scrollTop = transcriptBox.scrollHeight - Number(transcript.dataset.keep);
       delete transcript.dataset.keep;
       scanTranscript();
     }
@@ -175,9 +181,45 @@
     }
   }
 
+  // Agents' own states are rows, not events: what a realm state implies for them.
+  function agentsFollow(next) {
+    document.querySelectorAll(".agent-card:not(.out) [data-field=state]").forEach(function (n) {
+      if (next === "running" && n.textContent === "pending") n.textContent = "running";
+      if (TERMINAL[next] && n.textContent !== "failed") n.textContent = "stopped";
+    });
+  }
+
+  // A page opened before the realm ran learns its rooms from the running event.
+  function learnChannels(q) {
+    var rooms = {};
+    if (q.commons_room) rooms[q.commons_room] = { label: "commons", private: false };
+    Object.keys(q.side_channels || {}).forEach(function (room) {
+      rooms[room] = { label: String(q.side_channels[room]), private: true };
+    });
+    var bar = document.querySelector(".channel-filter");
+    var anchor = bar.querySelector('[data-filter="referee"]');
+    Object.keys(rooms).forEach(function (room) {
+      if (data.channels[room]) return;
+      data.channels[room] = rooms[room];
+      var chip = el("button", "chip", rooms[room].label);
+      chip.type = "button";
+      chip.dataset.filter = room;
+      chip.setAttribute("aria-pressed", "false");
+      if (rooms[room].private) chip.appendChild(el("span", "lock", " (private)"));
+      chip.addEventListener("click", choose);
+      bar.insertBefore(chip, anchor);
+      transcript.querySelectorAll("li.msg").forEach(function (li) {
+        if (li.dataset.channel !== room) return;
+        li.querySelector(".chan").textContent = rooms[room].label + (rooms[room].private ? " · private" : "");
+        li.classList.toggle("private", rooms[room].private);
+      });
+    });
+  }
+
   function setState(next) {
     if (next === state) return;
     state = next;
+    agentsFollow(next);
     stateBadge.textContent = next;
     stateBadge.className = "badge state-" + next;
     document.body.dispatchEvent(new CustomEvent("bearpit:state", { detail: { state: next } }));
@@ -199,15 +241,18 @@
     li.appendChild(el("span", "ev-kind", p.event_kind));
     li.appendChild(document.createTextNode(" "));
     li.appendChild(el("span", "ev-text", p.summary));
-    var follow = atBottom(timeline);
+    var follow = atBottom(timelineBox);
     timeline.appendChild(li);
-    if (follow) timeline.scrollTop = timeline.scrollHeight;
+    if (follow) timelineBox.scrollTop = timelineBox.scrollHeight;
     react(p);
   }
 
   function react(p) {
     var q = p.payload || {};
-    if (p.event_kind === "turn") {
+    if (p.event_kind === "lifecycle" && q.event === "running") {
+      if (!data.charts.start) data.charts.start = p.ts;
+      learnChannels(q);
+    } else if (p.event_kind === "turn") {
       showTurn(q);
     } else if (p.event_kind === "score" && typeof q.delta === "number" && q.agent) {
       scores[q.agent] = (scores[q.agent] || 0) + q.delta;
@@ -249,10 +294,12 @@
     var agents = Object.keys(points);
     var xs = new Set();
     agents.forEach(function (a) { points[a].forEach(function (pt) { xs.add(pt[0]); }); });
+    // Every line starts from nothing when the realm started (or at its first point).
+    if (xs.size) xs.add(Math.min.apply(null, [data.charts.start || Infinity].concat(Array.from(xs))));
     var x = Array.from(xs).sort(function (a, b) { return a - b; });
     var out = [x.map(function (t) { return t / 1000; })];
     agents.forEach(function (a) {
-      var i = 0, last = null, ys = [];
+      var i = 0, last = 0, ys = [];
       x.forEach(function (t) {
         while (i < points[a].length && points[a][i][0] <= t) { last = points[a][i][1]; i++; }
         ys.push(last);
@@ -339,7 +386,7 @@
   }
 
   scanTranscript();
-  transcript.scrollTop = transcript.scrollHeight;
-  timeline.scrollTop = timeline.scrollHeight;
+  transcriptBox.scrollTop = transcriptBox.scrollHeight;
+  timelineBox.scrollTop = timelineBox.scrollHeight;
   connect();
 })();
