@@ -67,7 +67,9 @@ def test_a_running_realm_streams_into_its_page_to_the_verdict(page: Page, served
         assert page.locator("#realm-state").inner_text() == "archived"
 
         status = api.get(f"/api/realms/{REALM}").json()
-        assert status["outcome"] and status["outcome"] in page.locator("#realm-outcome").inner_text()
+        assert (
+            status["outcome"] and status["outcome"] in page.locator("#realm-outcome").inner_text()
+        )
         # Everything the Chronicle holds is on the page once: nothing missed, nothing twice.
         time.sleep(1.0)  # the last pushes of the teardown
         chronicled = api.get(f"/api/realms/{REALM}/transcript").json()["messages"]
