@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from chronicle.kinds import Kind
 from chronicle.models import Event
@@ -15,7 +17,7 @@ from realms.models import Realm
 from tests.chronicle.realmkit import event
 from tests.fixtures.realms import build_realm, write_package
 
-from .conftest import drained
+from .conftest import check_answer, drained
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
 
@@ -173,6 +175,26 @@ def test_rerun_latest_reloads_the_package(routes_api, local_worker):
     assert Realm.objects.count() == 2
 
 
+def test_rerun_latest_takes_the_librarys_current_copy_and_snapshot_the_old_one(
+    routes_api, local_worker, tmp_path
+):
+    root = tmp_path / "evolving"
+    write_package(root, name="Evolving", agents=[{"id": "solo"}], spec={"goals": ["First."]})
+    library.import_folder(root)
+    assert (
+        routes_api.post("/api/realms", {"package": "evolving", "realm_id": "ev-1"}).status_code
+        == 202
+    )
+    write_package(root, name="Evolving", agents=[{"id": "solo"}], spec={"goals": ["Second."]})
+    library.import_folder(root)
+
+    latest = routes_api.post("/api/realms/ev-1/rerun?mode=latest&as=ev-latest")
+    snapshot = routes_api.post("/api/realms/ev-1/rerun?mode=snapshot&as=ev-snapshot")
+    assert latest.status_code == snapshot.status_code == 202
+    goals = {r.realm_id: r.project["spec"]["goals"] for r in Realm.objects.all()}
+    assert goals == {"ev-1": ["First."], "ev-latest": ["Second."], "ev-snapshot": ["First."]}
+
+
 def test_rerun_refusals(routes_api, settings):
     build_realm("first-abc123", state=Realm.State.ARCHIVED)
     no_worker = routes_api.post("/api/realms/first-abc123/rerun")
@@ -220,10 +242,11 @@ def _outputs(tmp_path: Path, realm_id: str) -> Path:
     return root
 
 
-def test_outputs_are_listed_with_size_digest_and_url(routes_api, tmp_path):
+def test_outputs_are_listed_with_size_digest_and_url(routes_api, tmp_path, openapi):
     build_realm("out-abc123", state=Realm.State.ARCHIVED)
     _outputs(tmp_path, "out-abc123")
     body = routes_api.get("/api/realms/out-abc123/outputs").json()
+    check_answer(openapi, "/api/realms/{realm_id}/outputs", "get", 200, body)
     assert body["realm_id"] == "out-abc123"
     assert body["outputs"] == [
         {
@@ -307,6 +330,13 @@ def test_runs_newest_first_with_outcome_spend_and_duration(routes_api):
     assert first["state"] == "running" and first["duration_s"] >= 0
     assert body["runs"][2]["outcome"] == "alice"
     assert body["active"] == 2 and body["capacity"] >= 1
+
+    lapsed = timezone.now() - dt.timedelta(hours=1)  # the worker that held it is gone
+    build_realm("d-abc123", name="Gamma", state=Realm.State.RUNNING, claimed_until=lapsed)
+    body = routes_api.get("/api/runs").json()
+    assert body["runs"][0]["realm_id"] == "d-abc123"
+    assert body["runs"][0]["active"] is False
+    assert body["active"] == 2
 
     alpha = routes_api.get("/api/runs?scenario=Alpha&limit=1").json()["runs"]
     assert [r["realm_id"] for r in alpha] == ["c-abc123"]

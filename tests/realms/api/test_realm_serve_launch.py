@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -28,9 +29,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 REALM = "tc-served-1"
 
 
-def _wait_for_state(api: httpx.Client, wanted: str, timeout_s: float) -> dict:
+def _wait_for_state(api: httpx.Client, wanted: str, timeout_s: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
-    body: dict = {}
+    body: dict[str, Any] = {}
     while time.monotonic() < deadline:
         body = api.get(f"/api/realms/{REALM}").json()
         if body.get("state") == wanted:
