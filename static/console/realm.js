@@ -222,6 +222,7 @@
     agentsFollow(next);
     stateBadge.textContent = next;
     stateBadge.className = "badge state-" + next;
+    if (TERMINAL[next]) liveStatus.textContent = "ended";
     document.body.dispatchEvent(new CustomEvent("bearpit:state", { detail: { state: next } }));
   }
 
