@@ -372,6 +372,8 @@
       else if (p.kind === "spend") addSpend(p);
       else if (p.kind === "state") { if (p.id > lastEvent) lastEvent = p.id; setState(p.state); }
       else if (p.kind === "ready") {
+        // Away too long for a replay to fill the gap: the page itself is the history.
+        if (p.truncated) { location.reload(); return; }
         delay = 500;
         liveStatus.textContent = TERMINAL[state] ? "ended" : "live";
         document.body.dataset.live = "ready";
