@@ -101,6 +101,18 @@ def test_a_reloaded_page_of_an_ended_realm_shows_all_of_it(page: Page, served: S
     first = chronicled[0]["body"][:30]
     assert first in page.locator("#transcript").inner_text()
 
+    # The channel filters: the referee's own posts, then the Commons (every post here).
+    visible = "[...document.querySelectorAll('#transcript li.msg')].filter(li => !li.hidden)"
+    page.get_by_role("button", name="Referee (umpire)").click()
+    assert (
+        page.get_by_role("button", name="Referee (umpire)").get_attribute("aria-pressed") == "true"
+    )
+    senders = page.evaluate(f"{visible}.map(li => li.dataset.agent)")
+    assert senders and set(senders) == {"umpire"}, senders
+    page.get_by_role("button", name="commons").click()
+    assert page.evaluate(f"{visible}.length") == len(chronicled)
+    assert_accessible(page, "realm-filtered")
+
 
 def test_an_unknown_realm_says_so(page: Page, served: Served) -> None:
     response = page.goto(f"{served.base_url}/realms/no-such-realm/")
