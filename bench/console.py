@@ -20,8 +20,8 @@ each on its own event loop, with the in-memory channel layer between them):
   first contentful paint and to the websocket's ``ready``. The reference is the same
   page of a realm with 200 messages (the window the page renders).
 
-A table per part, then one JSON object as the last line. Targets: live p95 <= 150 ms;
-the long realm's page <= 1 s.
+A table per part, then one JSON object as the last line. Targets: live p95 <= 150 ms from
+the bus (its acknowledgement); the long realm's page live <= 1 s.
 
 On 2 shared cores (40 messages at 4 msg/s, 20 agents): send → websocket p50 40 ms, p95
 71 ms (the homeserver's acknowledgement alone p50 28 ms), the 2 s polling reference p50
