@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from django.urls import path
 
-from realms.console.views import placeholder
+from realms.console.views import placeholder, realm
 
 app_name = "console"
 
 urlpatterns = [
     path("", placeholder.home, name="home"),
-    path("realms/<str:realm_id>/", placeholder.realm, name="realm"),
+    path("realms/<str:realm_id>/", realm.realm, name="realm"),
+    path("realms/<str:realm_id>/messages", realm.earlier_messages, name="realm-messages"),
     path("scenarios/", placeholder.scenarios, name="scenarios"),
     path("skills/", placeholder.skills, name="skills"),
     path("history/", placeholder.history, name="history"),
