@@ -92,7 +92,7 @@ def _text(response: Any) -> str:
 def _between(html: str, start: str, end: str = "</section>") -> str:
     found = re.search(re.escape(start) + r"(.*?)" + re.escape(end), html, re.S)
     assert found, f"{start!r} not in the page"
-    return found.group(1)
+    return str(found.group(1))
 
 
 def test_a_running_realm_shows_its_configuration_in_declared_order(operator: Client) -> None:
