@@ -86,7 +86,7 @@ def _finished(realm_id: str, *, played: bool, outcome: str = "ann wins") -> Real
 
 
 def _text(response: Any) -> str:
-    return response.content.decode()
+    return str(response.content.decode())
 
 
 def _between(html: str, start: str, end: str = "</section>") -> str:
