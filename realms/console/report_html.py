@@ -2,31 +2,36 @@
 
 The report quotes text the referee wrote. markdown-it runs with raw HTML off, so a tag
 in that text comes out escaped, and its link check refuses ``javascript:`` and similar
-URLs. Headings move down two levels: the report sits under the page's own ``h1`` and the
-panel's ``h2``.
+URLs. The report's own title is left out (the panel is headed "Final report" on a page
+named after the realm) and its sections move down one level, under the panel's ``h2``.
 """
 
 from __future__ import annotations
 
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from chronicle.report import render_report
-
-_SHIFT = 2
 
 
 def _renderer() -> MarkdownIt:
     return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
 
+def _without_title(tokens: list[Token]) -> list[Token]:
+    if len(tokens) >= 3 and tokens[0].type == "heading_open" and tokens[0].tag == "h1":
+        return tokens[3:]
+    return tokens
+
+
 def markdown_html(text: str) -> str:
+    """``text`` as HTML: escaped throughout, its title dropped, headings one level down."""
     md = _renderer()
-    tokens = md.parse(text)
+    tokens = _without_title(md.parse(text))
     for token in tokens:
         if token.type in ("heading_open", "heading_close"):
-            level = min(6, int(token.tag[1]) + _SHIFT)
-            token.tag = f"h{level}"
+            token.tag = f"h{min(6, int(token.tag[1]) + 1)}"
     return str(md.renderer.render(tokens, md.options, {}))
 
 
