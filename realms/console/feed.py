@@ -14,7 +14,8 @@ Every payload is ``{"v": 1, "kind": ..., ...}``:
   (``backlog`` items; ``truncated`` when there was more than one connection replays).
 - ``error``: ``error`` names what was wrong with the connection's query; it then closes.
 
-A realm-level lifecycle event is sent twice, as ``event`` (the timeline shows it) and as
+Trace events are not sent (they are ``pit_trace``'s). A realm-level lifecycle event is
+sent twice, as ``event`` (the timeline shows it) and as
 ``state``; both carry the same ``id``, and a client dedupes per kind by ``id`` (events)
 or ``event_id`` (messages).
 """
@@ -87,6 +88,8 @@ def event_payloads(data: dict[str, Any]) -> list[dict[str, Any]]:
                 "ts": ts_ms,
             }
         ]
+    if kind == Kind.TRACE:
+        return []  # the agents' model-call traces are pit_trace's, and the bulk of a realm
     if kind == Kind.LIFECYCLE:
         # The package snapshot is the run configuration panel's, and large.
         payload = {k: v for k, v in payload.items() if k != "project"}
@@ -130,8 +133,10 @@ def replay(realm_id: str, after_event: int, after_ts: int) -> tuple[list[dict[st
     """What happened since the client's last event id and message time, oldest first,
     at most ``REPLAY_LIMIT`` rows of each (the newest; ``True`` when there were more)."""
     since = after_ts - REPLAY_SLACK_MS
-    events = Event.objects.filter(realm_id=realm_id).filter(
-        Q(pk__gt=after_event) | Q(ts_ms__gte=since)
+    events = (
+        Event.objects.filter(realm_id=realm_id)
+        .filter(Q(pk__gt=after_event) | Q(ts_ms__gte=since))
+        .exclude(kind=Kind.TRACE)
     )
     messages = Message.objects.filter(realm_id=realm_id, ts_ms__gte=since)
     event_rows = list(events.order_by("-id")[: REPLAY_LIMIT + 1])

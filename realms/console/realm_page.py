@@ -127,7 +127,9 @@ def _cards(realm_id: str, status: dict[str, Any]) -> tuple[list[AgentCard], str 
                 colour=i % COLOURS,
                 referee=agent_id == referee,
                 state=state or "unknown",
-                model=str(keys.get(agent_id, {}).get("model") or (planned.model if planned else "")),
+                model=str(
+                    keys.get(agent_id, {}).get("model") or (planned.model if planned else "")
+                ),
                 spend=float(status["spend"].get(agent_id, 0.0)),
                 cap=planned.budget_usd if planned else None,
                 score=None if score is None else float(score),

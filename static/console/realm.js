@@ -222,6 +222,7 @@
     agentsFollow(next);
     stateBadge.textContent = next;
     stateBadge.className = "badge state-" + next;
+    if (TERMINAL[next]) liveStatus.textContent = "ended";
     document.body.dispatchEvent(new CustomEvent("bearpit:state", { detail: { state: next } }));
   }
 
@@ -371,6 +372,8 @@
       else if (p.kind === "spend") addSpend(p);
       else if (p.kind === "state") { if (p.id > lastEvent) lastEvent = p.id; setState(p.state); }
       else if (p.kind === "ready") {
+        // Away too long for a replay to fill the gap: the page itself is the history.
+        if (p.truncated) { location.reload(); return; }
         delay = 500;
         liveStatus.textContent = TERMINAL[state] ? "ended" : "live";
         document.body.dataset.live = "ready";

@@ -67,7 +67,9 @@ def test_a_running_realm_streams_into_its_page_to_the_verdict(page: Page, served
         assert page.locator("#realm-state").inner_text() == "archived"
 
         status = api.get(f"/api/realms/{REALM}").json()
-        assert status["outcome"] and status["outcome"] in page.locator("#realm-outcome").inner_text()
+        assert (
+            status["outcome"] and status["outcome"] in page.locator("#realm-outcome").inner_text()
+        )
         # Everything the Chronicle holds is on the page once: nothing missed, nothing twice.
         time.sleep(1.0)  # the last pushes of the teardown
         chronicled = api.get(f"/api/realms/{REALM}/transcript").json()["messages"]
@@ -98,6 +100,18 @@ def test_a_reloaded_page_of_an_ended_realm_shows_all_of_it(page: Page, served: S
     assert page.locator("#spend-chart canvas").count() == 1
     first = chronicled[0]["body"][:30]
     assert first in page.locator("#transcript").inner_text()
+
+    # The channel filters: the referee's own posts, then the Commons (every post here).
+    visible = "[...document.querySelectorAll('#transcript li.msg')].filter(li => !li.hidden)"
+    page.get_by_role("button", name="Referee (umpire)").click()
+    assert (
+        page.get_by_role("button", name="Referee (umpire)").get_attribute("aria-pressed") == "true"
+    )
+    senders = page.evaluate(f"{visible}.map(li => li.dataset.agent)")
+    assert senders and set(senders) == {"umpire"}, senders
+    page.get_by_role("button", name="commons").click()
+    assert page.evaluate(f"{visible}.length") == len(chronicled)
+    assert_accessible(page, "realm-filtered")
 
 
 def test_an_unknown_realm_says_so(page: Page, served: Served) -> None:

@@ -171,6 +171,12 @@ async def test_each_kind_arrives_typed_and_redacted() -> None:
     assert got["payload"] == {"agent": "ann", "tool": "run_code", "api_key": "[redacted]"}
     assert "sk-secret" not in str(got)
 
+    # A model-call trace is pit_trace's, not the page's: the next thing sent is the note.
+    await sync_to_async(record_event)(REALM, Kind.TRACE, {"agent": "ann", "calls": [1, 2]})
+    await sync_to_async(record_event)(REALM, Kind.NOTE, {"text": "after the trace"})
+    got = await ws.receive_json_from(timeout=5)
+    assert got["event_kind"] == "note", got
+
     await sync_to_async(record_event)(REALM, Kind.LIFECYCLE, {"event": Lifecycle.CONCLUDING})
     timeline, state = await ws.receive_json_from(timeout=5), await ws.receive_json_from(timeout=5)
     assert timeline["kind"] == "event" and timeline["event_kind"] == "lifecycle"
