@@ -14,6 +14,7 @@ from django.test import Client
 
 from chronicle.kinds import Kind, Lifecycle
 from chronicle.models import Event
+from realms.forge import layout
 from realms.models import Realm
 from realms.realmtools.context import Caller
 from realms.realmtools.facts import load_facts
@@ -332,3 +333,21 @@ def test_rerun_latest_without_htmx_redirects_too(
         response = operator.post(f"/realms/{realm.realm_id}/rerun", {"mode": "latest"})
     new = Realm.objects.exclude(realm_id=realm.realm_id).get()
     assert response.status_code == 302 and response["Location"] == f"/realms/{new.realm_id}/"
+
+
+def test_captured_outputs_link_to_the_download_route(operator: Client) -> None:
+    realm = _finished("pan-out-1", played=True)
+    outputs = layout.archive_dir(realm.realm_id) / "outputs"
+    (outputs / "notes").mkdir(parents=True)
+    (outputs / "notes" / "a b.md").write_text("# minutes\n", encoding="utf-8")
+    (outputs / "elsewhere").symlink_to("/etc/hostname")
+    html = _text(operator.get(f"/realms/{realm.realm_id}/panels"))
+    listed = _between(html, 'id="panel-outputs"')
+    links = re.findall(r'<a href="([^"]+)" download>([^<]+)</a>', listed)
+    assert links == [(f"/api/realms/{realm.realm_id}/outputs/notes/a%20b.md", "notes/a b.md")]
+    assert "elsewhere" not in listed
+    # The operator's session fetches it through the API's route, as an attachment.
+    download = operator.get(links[0][0])
+    assert download.status_code == 200
+    assert download["Content-Disposition"].startswith("attachment")
+    assert b"".join(download.streaming_content) == b"# minutes\n"
