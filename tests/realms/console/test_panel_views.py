@@ -351,3 +351,13 @@ def test_captured_outputs_link_to_the_download_route(operator: Client) -> None:
     assert download.status_code == 200
     assert download["Content-Disposition"].startswith("attachment")
     assert b"".join(download.streaming_content) == b"# minutes\n"
+
+
+def test_an_action_without_the_csrf_token_is_refused(operator: Client) -> None:
+    realm = _running("pan-csrf-1")
+    strict = Client(enforce_csrf_checks=True)
+    strict.cookies = operator.cookies
+    response = strict.post(f"/realms/{realm.realm_id}/stop", HTTP_HX_REQUEST="true")
+    assert response.status_code == 403
+    realm.refresh_from_db()
+    assert realm.stop_requested is False
