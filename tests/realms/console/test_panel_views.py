@@ -350,7 +350,7 @@ def test_captured_outputs_link_to_the_download_route(operator: Client) -> None:
     download = operator.get(links[0][0])
     assert download.status_code == 200
     assert download["Content-Disposition"].startswith("attachment")
-    assert b"".join(download.streaming_content) == b"# minutes\n"
+    assert download.getvalue() == b"# minutes\n"
 
 
 def test_an_action_without_the_csrf_token_is_refused(operator: Client) -> None:
