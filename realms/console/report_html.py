@@ -32,6 +32,10 @@ def markdown_html(text: str) -> str:
     for token in tokens:
         if token.type in ("heading_open", "heading_close"):
             token.tag = f"h{min(6, int(token.tag[1]) + 1)}"
+        # A link in the report is one an agent wrote: it gets no referrer and no opener.
+        for child in token.children or []:
+            if child.type == "link_open":
+                child.attrSet("rel", "nofollow noopener noreferrer")
     return str(md.renderer.render(tokens, md.options, {}))
 
 

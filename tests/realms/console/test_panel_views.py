@@ -14,6 +14,7 @@ from django.test import Client
 
 from chronicle.kinds import Kind, Lifecycle
 from chronicle.models import Event
+from realms.console.report_html import markdown_html
 from realms.forge import layout
 from realms.models import Realm
 from realms.realmtools.context import Caller
@@ -361,3 +362,14 @@ def test_an_action_without_the_csrf_token_is_refused(operator: Client) -> None:
     assert response.status_code == 403
     realm.refresh_from_db()
     assert realm.stop_requested is False
+
+
+def test_the_report_markdown_keeps_no_html_and_no_script_link() -> None:
+    html = markdown_html(
+        "# Title\n\n## Ruling\n\n- <img src=x onerror=alert(1)> "
+        "[bad](javascript:alert(1)) [site](https://example.org)\n"
+    )
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert 'href="javascript' not in html
+    assert '<a href="https://example.org" rel="nofollow noopener noreferrer">site</a>' in html
+    assert "Title" not in html and "<h3>Ruling</h3>" in html
