@@ -343,7 +343,8 @@
     chart.points[agent].push([ts, value]);
     if (chart.pending) return;
     chart.pending = true;
-    setTimeout(function () { chart.pending = false; draw(chart); }, 250);
+    // One redraw per frame however many points arrive in it.
+    requestAnimationFrame(function () { chart.pending = false; draw(chart); });
   }
 
   var spendChart = makeChart("spend-chart", data.charts.spend, "USD");
