@@ -194,7 +194,7 @@ MIDDLEWARE = [
 # refused, it would be retried forever and stall the bus mirror. The API's JSON bodies
 # have their own, smaller limit (bearpit.jsonbody.MAX_JSON_BODY_BYTES).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 16 * 1024 * 1024
-# A folder uploaded to the scenario library may hold as many files as the library keeps.
+# A package or skill folder upload carries up to the library's 500 files.
 DATA_UPLOAD_MAX_NUMBER_FILES = 500
 
 ROOT_URLCONF = "bearpit.urls"

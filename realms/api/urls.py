@@ -39,6 +39,8 @@ urlpatterns = [
     path(
         "packages/import-zip", packages.PackageImportZipView.as_view(), name="api-packages-import"
     ),
+    path("packages/import", packages.PackageImportView.as_view(), name="api-packages-folder"),
+    path("packages/validate", packages.PackageValidateView.as_view(), name="api-packages-validate"),
     path("packages/<str:name>", packages.PackageDetailView.as_view(), name="api-package"),
     path(
         "packages/<str:name>/parameters",
