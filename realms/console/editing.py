@@ -67,8 +67,9 @@ def posted_files(post: QueryDict) -> dict[str, str]:
 
 
 def merged_tree(stored: Scenario | None, edited: Mapping[str, str]) -> dict[str, bytes]:
-    """The package a save would store: the edited text files, plus every stored file the
-    editor could not show (binary files), unchanged."""
+    """The package a save would store: the edited text files (held to the library's rules
+    for a tree; raises LibraryError), plus every stored file the editor could not show
+    (binary files), unchanged."""
     tree: dict[str, bytes] = {}
     if stored is not None:
         for path, content in library.scenario_files(stored).items():
@@ -76,8 +77,13 @@ def merged_tree(stored: Scenario | None, edited: Mapping[str, str]) -> dict[str,
                 content.decode("utf-8")
             except UnicodeDecodeError:
                 tree[path] = content
-    tree.update({path: text.encode("utf-8") for path, text in edited.items()})
+    tree.update(library.tree_from_texts(edited, where="the edited package"))
     return tree
+
+
+def refusal(message: str) -> dict[str, object]:
+    """A problem of the whole post, shaped like the library's located ones."""
+    return {"file": "", "line": None, "path": "", "message": message, "text": message}
 
 
 def _json(doc: object) -> bytes:

@@ -1,31 +1,32 @@
 """The scenario editor: edit the package's files, check them as they are typed, save the
-user copy; and the library's other writes: new, clone, import, export, delete.
+user copy; and the library's other writes: new, clone, delete, export.
 
-Every write goes through the library's services. A save is checked first with the same
-loader the library uses, and one with errors is refused with nothing written.
+Every check and write is the library's (:mod:`realms.library.services`): the editor's
+check is the same located validation the API's validate route answers with, and a save
+of a package that does not load is refused there with nothing written.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from realms.console import catalogue, editing, located
+from realms.console import catalogue, editing
 from realms.console.access import operator_required
 from realms.console.views.scenarios import scenario_or_404
 from realms.library import services as library
 from realms.models import Scenario
-
-ORIGIN = "console editor"
 
 
 def _editor(
     request: HttpRequest,
     scenario: Scenario,
     texts: dict[str, str],
-    errors: list[located.Located],
+    errors: list[dict[str, Any]],
     *,
     status: int = 200,
 ) -> HttpResponse:
@@ -53,14 +54,15 @@ def edit(request: HttpRequest, name: str) -> HttpResponse:
     try:
         edited = editing.posted_files(request.POST)
     except editing.EditorInputError as exc:
-        problem = located.Located(file="", line=None, path="", message=str(exc))
+        problem = editing.refusal(str(exc))
         return _editor(request, scenario, catalogue.text_files(scenario), [problem], status=400)
-    tree = editing.merged_tree(scenario, edited)
-    errors = located.check_files(tree)
-    if errors:
-        return _editor(request, scenario, edited, errors, status=400)
     was_example = scenario.source == Scenario.Source.EXAMPLE
-    library.store_tree(name, tree, source=Scenario.Source.USER, origin=ORIGIN)
+    try:
+        library.save_user_copy(name, editing.merged_tree(scenario, edited))
+    except library.InvalidPackage as exc:
+        return _editor(request, scenario, edited, exc.errors, status=400)
+    except library.LibraryError as exc:
+        return _editor(request, scenario, edited, [editing.refusal(str(exc))], status=400)
     if was_example:
         messages.success(
             request, f"Saved as your copy of {name}; it now shadows the bundled example."
@@ -76,48 +78,47 @@ def validate(request: HttpRequest, name: str) -> JsonResponse:
     """The editor's check as the author types: the located errors, nothing stored."""
     scenario = scenario_or_404(name)
     try:
-        edited = editing.posted_files(request.POST)
-    except editing.EditorInputError as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
-    errors = located.check_files(editing.merged_tree(scenario, edited))
-    return JsonResponse({"ok": not errors, "errors": [e.as_dict() for e in errors]})
+        tree = editing.merged_tree(scenario, editing.posted_files(request.POST))
+    except (editing.EditorInputError, library.LibraryError) as exc:
+        return JsonResponse({"ok": False, "errors": [editing.refusal(str(exc))], "warnings": []})
+    return JsonResponse(library.check_tree(tree))
 
 
-def _name_problem(name: str) -> str | None:
-    if not library.NAME_RE.match(name):
-        return "use letters, digits, '.', '_' or '-' (at most 120, starting with a letter or digit)"
-    if Scenario.objects.filter(name=name).exists():
+def _why(exc: library.LibraryError, name: str) -> str:
+    if isinstance(exc, library.ScenarioExists):
         return f"the library already has a scenario named {name}; pick another name"
-    return None
+    return str(exc)
 
 
 @operator_required
 @require_http_methods(["GET", "POST"])
 def create(request: HttpRequest) -> HttpResponse:
     name = request.POST.get("name", "").strip() if request.method == "POST" else ""
-    problem = _name_problem(name) if request.method == "POST" else None
-    if request.method == "GET" or problem:
-        return render(
-            request,
-            "console/scenarios/new.html",
-            {"nav": "scenarios", "name": name, "problem": problem},
-            status=400 if problem else 200,
-        )
-    library.store_tree(name, editing.template(name), origin="console template")
-    messages.success(request, f"Created {name} from the template.")
-    return redirect("console:scenario_edit", name=name)
+    if request.method == "POST":
+        try:
+            library.create_scenario(name, editing.template(name), origin="console template")
+        except library.LibraryError as exc:
+            return render(
+                request,
+                "console/scenarios/new.html",
+                {"nav": "scenarios", "name": name, "problem": _why(exc, name)},
+                status=400,
+            )
+        messages.success(request, f"Created {name} from the template.")
+        return redirect("console:scenario_edit", name=name)
+    return render(request, "console/scenarios/new.html", {"nav": "scenarios", "name": name})
 
 
 @operator_required
 @require_POST
 def clone(request: HttpRequest, name: str) -> HttpResponse:
-    source = scenario_or_404(name)
+    scenario_or_404(name)
     new_name = request.POST.get("name", "").strip()
-    problem = _name_problem(new_name)
-    if problem:
-        messages.error(request, f"Not cloned: {new_name or 'the new name'}: {problem}.")
+    try:
+        library.clone_scenario(new_name, name)
+    except library.LibraryError as exc:
+        messages.error(request, f"Not cloned: {_why(exc, new_name)}")
         return redirect("console:scenario", name=name)
-    library.store_tree(new_name, library.scenario_files(source), origin=f"clone of {name}")
     messages.success(request, f"Cloned {name} as {new_name}.")
     return redirect("console:scenario_edit", name=new_name)
 
@@ -128,7 +129,7 @@ def delete(request: HttpRequest, name: str) -> HttpResponse:
     try:
         library.delete_user_copy(name)
     except library.LibraryError as exc:
-        messages.error(request, f"Not deleted: {exc}.")
+        messages.error(request, f"Not deleted: {exc}")
         return redirect("console:scenarios")
     if catalogue.example_shadowed(name):
         messages.success(request, f"Deleted your copy of {name}; the bundled example is back.")

@@ -1,12 +1,11 @@
 """Importing a scenario from the browser: a zip, or a folder picked whole.
 
-Both go through the library's zip import, which refuses paths that escape the package,
-symlinks and anything over its limits, so an import takes the whole package or nothing.
+Both are held by the library to the same rules (no path that escapes the package, no
+symlinks, nothing over its limits), so an import takes the whole package or nothing. A
+package that does not load is still imported, marked so, for the editor to fix.
 """
 
 from __future__ import annotations
-
-from pathlib import PurePosixPath
 
 from django.contrib import messages
 from django.core.files.uploadedfile import UploadedFile
@@ -34,8 +33,8 @@ def _read(upload: UploadedFile[bytes], budget: list[int]) -> bytes:
     return data
 
 
-def _folder_zip(request: HttpRequest, budget: list[int]) -> tuple[bytes, str]:
-    """The picked folder as a zip for the library's import, and the folder's name."""
+def _folder(request: HttpRequest, budget: list[int]) -> tuple[dict[str, bytes], str]:
+    """The picked folder's files by their path inside it, and the folder's name."""
     uploads = request.FILES.getlist("folder")
     paths = request.POST.getlist("folder_path")
     if len(paths) != len(uploads):
@@ -44,29 +43,18 @@ def _folder_zip(request: HttpRequest, budget: list[int]) -> tuple[bytes, str]:
         raise ImportRefused("folder", f"the folder has more than {trees.MAX_FILES} files")
     files: dict[str, bytes] = {}
     for path, upload in zip(paths, uploads, strict=True):
-        if "\x00" in path:
-            raise ImportRefused("folder", f"{path!r}: the name contains a NUL character")
         if path in files:
             raise ImportRefused("folder", f"{path}: appears twice")
         files[path] = _read(upload, budget)
-    top = PurePosixPath(paths[0]).parts[0] if paths and "/" in paths[0] else ""
-    return trees.build_zip(files), top
+    try:
+        checked = trees.check_tree(files, where="the folder")
+    except trees.PackageTreeError as exc:
+        raise ImportRefused("folder", str(exc)) from exc
+    top, inside = trees.strip_common_folder(checked)
+    return inside, top or ""
 
 
-def _import(request: HttpRequest) -> Scenario:
-    budget = [0]
-    archive = request.FILES.get("archive")
-    if archive is not None and request.FILES.getlist("folder"):
-        raise ImportRefused("archive", "send a zip or a folder, not both")
-    if archive is not None:
-        data = _read(archive, budget)
-        guessed = (archive.name or "").removesuffix(".zip")
-        where = archive.name or "upload.zip"
-    elif request.FILES.getlist("folder"):
-        data, guessed = _folder_zip(request, budget)
-        where = guessed or "folder"
-    else:
-        raise ImportRefused("archive", "choose a zip file or a folder to import")
+def _name(request: HttpRequest, guessed: str) -> str:
     name = request.POST.get("name", "").strip() or guessed
     if not library.NAME_RE.match(name):
         raise ImportRefused(
@@ -79,10 +67,28 @@ def _import(request: HttpRequest) -> Scenario:
         raise ImportRefused(
             "name", f"you already have a scenario named {name}; tick replace, or pick a name"
         )
+    return name
+
+
+def _import(request: HttpRequest) -> Scenario:
+    budget = [0]
+    archive = request.FILES.get("archive")
+    picked = bool(request.FILES.getlist("folder"))
+    if archive is not None and picked:
+        raise ImportRefused("archive", "send a zip or a folder, not both")
     try:
-        return library.import_zip(data, name=name, origin=f"console upload {where}")
+        if archive is not None:
+            data = _read(archive, budget)
+            where = archive.name or "upload.zip"
+            name = _name(request, where.removesuffix(".zip"))
+            return library.import_zip(data, name=name, origin=f"console upload {where}")
+        if picked:
+            files, top = _folder(request, budget)
+            name = _name(request, top)
+            return library.import_tree(files, name=name, origin="console folder upload")
     except library.LibraryError as exc:
-        raise ImportRefused("archive", str(exc)) from exc
+        raise ImportRefused("folder" if picked else "archive", str(exc)) from exc
+    raise ImportRefused("archive", "choose a zip file or a folder to import")
 
 
 @operator_required

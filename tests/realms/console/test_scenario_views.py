@@ -270,7 +270,7 @@ def test_a_folder_and_a_zip_import_and_export_round_trip(operator):
 def test_new_clone_and_delete(operator):
     operator.get("/scenarios/")
     bad = operator.post("/scenarios/new", {"name": "../x"})
-    assert bad.status_code == 400 and "use letters" in bad.content.decode()
+    assert bad.status_code == 400 and "expected letters" in bad.content.decode()
     taken = operator.post("/scenarios/new", {"name": "toolcheck"})
     assert taken.status_code == 400 and "already has a scenario" in taken.content.decode()
     created = operator.post("/scenarios/new", {"name": "fresh"})
