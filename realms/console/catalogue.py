@@ -158,10 +158,12 @@ def find(name: str) -> Scenario | None:
         return None
 
 
-def settings_of(model: Any) -> list[tuple[str, str]]:
-    """(name, value) of a schema model's fields that are set, for a definition list."""
+def settings_of(model: Any, *, defaults: bool = True) -> list[tuple[str, str]]:
+    """(name, value) of a schema model's fields that are set, for a definition list;
+    without ``defaults``, only what the author wrote differently from the default."""
     out: list[tuple[str, str]] = []
-    for key, value in model.model_dump(mode="json", exclude_none=True).items():
+    dumped = model.model_dump(mode="json", exclude_none=True, exclude_defaults=not defaults)
+    for key, value in dumped.items():
         if value in ({}, []):
             continue
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

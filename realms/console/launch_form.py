@@ -24,8 +24,19 @@ def field_name(param: ParameterInfo) -> str:
     return PREFIX + param.name
 
 
+def _bounds(param: ParameterInfo) -> str:
+    low, high = param.minimum, param.maximum
+    if low is not None and high is not None:
+        return f"{low:g} to {high:g}"
+    if low is not None:
+        return f"at least {low:g}"
+    return f"at most {high:g}" if high is not None else ""
+
+
 def _field(param: ParameterInfo) -> forms.Field:
     help_text = param.description or ""
+    if _bounds(param):
+        help_text = f"{help_text} ({_bounds(param)})" if help_text else _bounds(param).capitalize()
     label = param.name
     if param.choices is not None:
         options = [(c, c) for c in param.choices]

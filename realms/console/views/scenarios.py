@@ -43,7 +43,9 @@ def preview(request: HttpRequest, name: str) -> HttpResponse:
     rules: dict[str, object] = {"termination": [], "mechanics": [], "turns": [], "elevated": []}
     if project is not None:
         rules = {
-            "termination": [catalogue.settings_of(c) for c in project.effective_termination],
+            "termination": [
+                catalogue.settings_of(c, defaults=False) for c in project.effective_termination
+            ],
             "mechanics": [catalogue.settings_of(m) for m in project.spec.mechanics],
             "turns": catalogue.settings_of(project.spec.turns) if project.spec.turns else [],
             "elevated": elevated_grants(project),
