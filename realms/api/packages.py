@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from bearpit.auth import OperatorAPIView
 from realms.api.uploads import (
     FilesMapJSONParser,
+    TextField,
     ZipParser,
     folder_files,
     form_text,
@@ -32,18 +33,9 @@ from realms.library import services
 from realms.models import Scenario
 
 
-class FileTextField(serializers.CharField):
-    """A file's text: a JSON string, never a number turned into one."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return str(super().to_internal_value(data))
-
-
 def _files_field(*, required: bool = True) -> serializers.DictField:
     return serializers.DictField(
-        child=FileTextField(allow_blank=True, trim_whitespace=False),
+        child=TextField(allow_blank=True, trim_whitespace=False),
         allow_empty=False,
         required=required,
         help_text="Relative path → the file's text.",
@@ -163,14 +155,17 @@ class PackageDetailView(OperatorAPIView):
     def put(self, request: Request, name: str) -> Response:
         """Save the whole package into the user's copy; refused unless it loads cleanly."""
         body = _valid(FilesMapSerializer(data=request.data))
+        files = _tree(body["files"])
+        services.sync_examples()
         try:
-            scenario = services.save_user_copy(name, _tree(body["files"]))
+            scenario = services.save_user_copy(name, files)
         except services.LibraryError as exc:
             return _refused(exc)
         return _saved(scenario, status.HTTP_200_OK)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, name: str) -> Response:
+        services.sync_examples()
         try:
             services.delete_user_copy(name)
         except services.LibraryError as exc:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from django.core.files.uploadedfile import UploadedFile
+from rest_framework import serializers
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.request import Request
@@ -47,6 +48,15 @@ class FilesMapJSONParser(JSONParser):
             return loads_body(raw)
         except BodyError as exc:
             raise ParseError(str(exc)) from None
+
+
+class TextField(serializers.CharField):
+    """Text sent as a JSON string, never a number turned into one."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
 
 
 def zip_bytes(request: Request) -> tuple[bytes, str]:

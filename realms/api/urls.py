@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from realms.api import machine, outputs, packages, realms, runs
+from realms.api import machine, outputs, packages, realms, runs, skills
 
 urlpatterns = [
     path("realms", realms.RealmListView.as_view(), name="api-realms"),
@@ -51,5 +51,23 @@ urlpatterns = [
         "packages/<str:name>/export",
         packages.PackageExportView.as_view(),
         name="api-package-export",
+    ),
+    path("skills", skills.SkillListView.as_view(), name="api-skills"),
+    path("skills/import-zip", skills.SkillImportZipView.as_view(), name="api-skills-import-zip"),
+    path(
+        "skills/import-folder",
+        skills.SkillImportFolderView.as_view(),
+        name="api-skills-import-folder",
+    ),
+    path("skills/import-file", skills.SkillImportFileView.as_view(), name="api-skills-import-file"),
+    path("skills/<str:ref>", skills.SkillDeleteView.as_view(), name="api-skill-delete"),
+    path("skills/<str:source>/<str:ref>", skills.SkillDetailView.as_view(), name="api-skill"),
+    path(
+        "skills/<str:source>/<str:ref>/file", skills.SkillFileView.as_view(), name="api-skill-file"
+    ),
+    path(
+        "skills/<str:source>/<str:ref>/export",
+        skills.SkillExportView.as_view(),
+        name="api-skill-export",
     ),
 ]

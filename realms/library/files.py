@@ -98,6 +98,11 @@ class _Budget:
             raise PackageTreeError(f"{self.where}: more than {MAX_TOTAL_BYTES // (1024 * 1024)} MB")
 
 
+def check_path(name: str, *, where: str) -> str:
+    """A relative path inside a tree, normalised, or a located refusal."""
+    return _check_name(name, where)
+
+
 def check_tree(files: Mapping[str, bytes], *, where: str) -> dict[str, bytes]:
     """A tree sent as a mapping (an API body, an upload), held to the same rules as a zip."""
     budget = _Budget(where)
