@@ -24,5 +24,8 @@ urlpatterns = [
     path("scenarios/<str:name>/delete", editor.delete, name="scenario_delete"),
     path("scenarios/<str:name>/export", editor.export, name="scenario_export"),
     path("scenarios/<str:name>/launch", launch.launch, name="scenario_launch"),
+    path("skills/import", skills.import_skill, name="skill_import"),
     path("skills/<str:source>/<str:ref>/", skills.detail, name="skill"),
+    path("skills/<str:source>/<str:ref>/export", skills.export, name="skill_export"),
+    path("skills/user/<str:ref>/delete", skills.delete, name="skill_delete"),
 ]

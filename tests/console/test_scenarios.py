@@ -67,7 +67,9 @@ def test_the_editor_shows_a_located_error_while_typing_and_saves_a_user_copy(
     editor.fill(text)
     expect(page.locator("#summary")).to_contain_text("No problems")
     expect(problems.locator("li")).to_have_count(0)
-    page.get_by_role("textbox", name="agents/ping/agent.json").fill(text.replace("First runner", "Lead runner"))
+    page.get_by_role("textbox", name="agents/ping/agent.json").fill(
+        text.replace("First runner", "Lead runner")
+    )
     page.get_by_role("button", name="Save as your copy").click()
     page.wait_for_url(f"{served.base_url}/scenarios/toolcheck/")
     expect(page.get_by_role("status")).to_contain_text("Saved as your copy of toolcheck")
