@@ -10,7 +10,7 @@ from tests.console.browser import Served, assert_accessible
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
-SKILL = b"---\nname: haggler\ndescription: Bargain hard.\n---\n# Haggling\n\nOpen low, concede slowly.\n"
+SKILL = b"---\nname: haggler\ndescription: Bargain hard.\n---\n# Haggling\n\nOpen low.\n"
 
 
 def test_the_builtin_skills_are_listed_and_readable(page: Page, served: Served) -> None:
