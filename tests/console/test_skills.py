@@ -4,7 +4,7 @@ its SKILL.md, read, and deleted."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import FilePayload, Page, expect
 
 from tests.console.browser import Served, assert_accessible
 
@@ -32,9 +32,8 @@ def test_a_user_skill_is_imported_read_and_deleted(page: Page, served: Served) -
     page.get_by_role("button", name="Import").click()
     expect(page.locator("#upload-error")).to_contain_text("choose a skill")
     assert_accessible(page, "skill-import-refused")
-    page.get_by_label("Zip or SKILL.md").set_input_files(
-        files=[{"name": "SKILL.md", "mimeType": "text/markdown", "buffer": SKILL}]
-    )
+    payload: FilePayload = {"name": "SKILL.md", "mimeType": "text/markdown", "buffer": SKILL}
+    page.get_by_label("Zip or SKILL.md").set_input_files(files=payload)
     page.get_by_role("button", name="Import").click()
     page.wait_for_url(f"{served.base_url}/skills/user/haggler/")
     expect(page.get_by_role("heading", name="Haggling")).to_be_visible()
