@@ -108,3 +108,11 @@ def test_new_and_import_pages(page: Page, served: Served) -> None:
     page.get_by_role("button", name="Import").click()
     expect(page.locator("#archive-error")).to_contain_text("choose a zip file or a folder")
     assert_accessible(page, "scenario-import")
+
+    # A picked folder keeps its files' paths inside it, and its name names the scenario.
+    page.get_by_label("Or a folder").set_input_files(REPO / "examples" / "council")
+    page.get_by_role("textbox", name="Name").fill("my-council")
+    page.get_by_role("button", name="Import").click()
+    page.wait_for_url(f"{served.base_url}/scenarios/my-council/")
+    expect(page.get_by_role("status").first).to_contain_text("Imported my-council")
+    expect(page.get_by_role("heading", name="Roster")).to_be_visible()

@@ -334,3 +334,41 @@ def test_skills_lists_the_builtins_and_shows_one(operator):
     detail = operator.get("/skills/builtin/agent-basics/")
     assert detail.status_code == 200 and b"tool call" in detail.content
     assert operator.get("/skills/builtin/nope/").status_code == 404
+
+
+def test_a_launch_past_capacity_says_so_and_starts_nothing(operator, settings, realm_builder):
+    from realms.services.queue import close_local_worker, open_local_worker
+
+    realm_builder("already-running", state=Realm.State.RUNNING)
+    settings.BEARPIT_MAX_ACTIVE_REALMS = 1
+    handed = open_local_worker()  # as pit_serve does: this process would provision
+    try:
+        response = operator.post("/scenarios/toolcheck/launch", {})
+    finally:
+        close_local_worker()
+    assert response.status_code == 429
+    page = response.content.decode()
+    assert "Too many realms are running." in page and "1 realms are already active" in page
+    assert list(Realm.objects.values_list("realm_id", flat=True)) == ["already-running"]
+    assert handed.empty()
+
+
+def test_a_good_launch_goes_to_the_realm_page(operator):
+    from realms.services.queue import close_local_worker, open_local_worker
+
+    handed = open_local_worker()
+    try:
+        response = operator.post(
+            "/scenarios/relay/launch",
+            {
+                "param-topic": "a robot that inherits a bakery",
+                "param-rounds": "3",
+                "realm_id": "from-the-form",
+            },
+        )
+    finally:
+        close_local_worker()
+    assert response.status_code == 302
+    assert response["Location"] == "/realms/from-the-form/"
+    realm = Realm.objects.get(realm_id="from-the-form")
+    assert realm.parameters == {"topic": "a robot that inherits a bakery", "rounds": "3"}
