@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
@@ -44,6 +45,7 @@ class StrictCharField(serializers.CharField):
         return str(super().to_internal_value(data))
 
 
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]})
 class ScalarField(serializers.Field):  # type: ignore[type-arg]
     """A parameter value: a string, a number or a boolean (never null, a list or an object)."""
 
@@ -107,12 +109,14 @@ def parse(serializer_class: type[S], data: Any) -> dict[str, Any]:
 def parse_query(serializer_class: type[S], query: Any) -> dict[str, Any]:
     """A query string through a serializer; a repeated parameter is refused, not guessed."""
     data: dict[str, Any] = {}
-    repeated: dict[str, str] = {}
+    refused: dict[str, str] = {}
     for key in query:
         values = query.getlist(key)
         if len(values) > 1:
-            repeated[key] = "given more than once"
+            refused[key] = "given more than once"
+        elif any(ord(c) < 32 or ord(c) == 127 for c in values[0] + key):
+            refused[key.replace("\x00", "")] = "control characters are not allowed"
         data[key] = values[-1]
-    if repeated:
-        raise ValidationError(repeated)
+    if refused:
+        raise ValidationError(refused)
     return parse(serializer_class, data)

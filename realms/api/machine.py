@@ -8,13 +8,13 @@ never appears.
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from bearpit.auth import OperatorAPIView
 from realms.api import serializers as s
-from realms.api.common import known
+from realms.api.common import known, not_found
 from realms.api.fields import parse_query
 from realms.realmtools.machine.service import UnknownSeat, seat_history
 
@@ -22,7 +22,11 @@ _AS = OpenApiParameter("as", str, required=True, description="the seat (an agent
 
 
 class RealmMachineView(OperatorAPIView):
-    @extend_schema(parameters=[_AS], responses={200: s.MachineHistory, 400: s.Error, 404: s.Error})
+    """The realm's state machine, step by step, as one seat saw it."""
+
+    @extend_schema(
+        parameters=[_AS], responses={200: s.MachineHistory, 400: s.Problems, 404: s.Error}
+    )
     def get(self, request: Request, realm_id: str) -> Response:
         known(realm_id)
         seat = parse_query(s.MachineQuery, request.query_params)["as"]
@@ -31,5 +35,5 @@ class RealmMachineView(OperatorAPIView):
         except UnknownSeat as exc:
             raise ValidationError({"as": str(exc)}) from None
         if history is None:
-            raise NotFound(f"realm {realm_id!r} declares no state machine")
+            raise not_found(f"realm {realm_id!r} declares no state machine")
         return Response({"realm_id": realm_id, "seat": seat, **history})

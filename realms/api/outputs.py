@@ -16,13 +16,13 @@ from urllib.parse import quote
 from django.http import FileResponse, HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from bearpit.auth import OperatorAPIView
 from realms.api import serializers as s
-from realms.api.common import known
+from realms.api.common import known, not_found
 from realms.api.fields import parse_query
 from realms.forge import layout
 
@@ -67,7 +67,7 @@ def _confined(root: Path, name: str) -> Path:
         raise ValidationError({"path": f"{name!r}: an absolute path; give one inside outputs/"})
     if any(part in ("..", ".") for part in name.split("/")) or "" in name.split("/"):
         raise ValidationError({"path": f"{name!r}: '..', '.' and empty parts are not allowed"})
-    missing = NotFound(f"no output {name!r} in this realm's archive")
+    missing = not_found(f"no output {name!r} in this realm's archive")
     current = root
     for part in (None, *pure.parts):
         if part is not None:
@@ -84,7 +84,9 @@ def _confined(root: Path, name: str) -> Path:
 
 
 class RealmOutputsView(OperatorAPIView):
-    @extend_schema(responses={200: s.Outputs, 404: s.Error})
+    """The files the realm's teardown captured into its archive."""
+
+    @extend_schema(operation_id="realm_outputs_list", responses={200: s.Outputs, 404: s.Error})
     def get(self, request: Request, realm_id: str) -> Response:
         known(realm_id)
         parse_query(s.EmptyRequest, request.query_params)
@@ -101,12 +103,15 @@ class RealmOutputsView(OperatorAPIView):
 
 
 class RealmOutputFileView(OperatorAPIView):
+    """One captured file, as an attachment."""
+
     @extend_schema(
+        operation_id="realm_output_download",
         responses={
             (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY),
-            400: s.Error,
+            400: s.Problems,
             404: s.Error,
-        }
+        },
     )
     def get(self, request: Request, realm_id: str, name: str) -> HttpResponseBase:
         known(realm_id)
@@ -115,7 +120,7 @@ class RealmOutputFileView(OperatorAPIView):
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
-            raise NotFound(f"no output {name!r} in this realm's archive") from None
+            raise not_found(f"no output {name!r} in this realm's archive") from None
         response = FileResponse(
             os.fdopen(fd, "rb"),
             as_attachment=True,

@@ -36,7 +36,7 @@ _LIMIT = OpenApiParameter(
 )
 _KIND = OpenApiParameter("kind", str, description="only events of this kind")
 _REFUSALS = {
-    400: s.LaunchRefused,
+    400: s.Problems,
     404: s.Error,
     409: s.Error,
     429: s.Error,
@@ -74,12 +74,18 @@ def _options(data: dict[str, Any]) -> LaunchOptions:
 
 
 class RealmListView(OperatorAPIView):
-    @extend_schema(responses={200: s.RealmList})
+    """Every realm, most recently active first; a launch from the library."""
+
+    @extend_schema(operation_id="realms_list", responses={200: s.RealmList})
     def get(self, request: Request) -> Response:
         parse_query(s.EmptyRequest, request.query_params)
         return Response(realm_list())
 
-    @extend_schema(request=s.LaunchRequest, responses={202: s.Started, **_REFUSALS})
+    @extend_schema(
+        operation_id="realms_launch",
+        request=s.LaunchRequest,
+        responses={202: s.Started, **_REFUSALS},
+    )
     def post(self, request: Request) -> Response:
         data = parse(s.LaunchRequest, request.data)
         try:
@@ -99,13 +105,17 @@ class RealmListView(OperatorAPIView):
 
 
 class RealmStatusView(OperatorAPIView):
-    @extend_schema(responses={200: s.RealmStatus, 404: s.Error})
+    """A realm's status: state, outcome, spend, scores, counts."""
+
+    @extend_schema(operation_id="realm_status", responses={200: s.RealmStatus, 404: s.Error})
     def get(self, request: Request, realm_id: str) -> Response:
         parse_query(s.EmptyRequest, request.query_params)
         return Response(realm_status(known(realm_id)))
 
 
 class RealmTranscriptView(OperatorAPIView):
+    """The last messages of every channel, oldest first, with the channels' labels."""
+
     @extend_schema(parameters=[_LIMIT], responses={200: s.Transcript, 404: s.Error})
     def get(self, request: Request, realm_id: str) -> Response:
         known(realm_id)
@@ -114,6 +124,8 @@ class RealmTranscriptView(OperatorAPIView):
 
 
 class RealmEventsView(OperatorAPIView):
+    """The newest events (of one kind), oldest first, secrets masked."""
+
     @extend_schema(parameters=[_KIND, _LIMIT], responses={200: s.Events, 404: s.Error})
     def get(self, request: Request, realm_id: str) -> Response:
         known(realm_id)
@@ -128,6 +140,8 @@ class RealmEventsView(OperatorAPIView):
 
 
 class RealmReportView(OperatorAPIView):
+    """The final report, as Markdown."""
+
     @extend_schema(responses={(200, "text/markdown"): OpenApiTypes.STR, 404: s.Error})
     def get(self, request: Request, realm_id: str) -> HttpResponse:
         known(realm_id)
@@ -141,6 +155,8 @@ class RealmReportView(OperatorAPIView):
 
 
 class RealmStopView(OperatorAPIView):
+    """The kill switch: the realm concludes as ``manual`` on its next tick."""
+
     @extend_schema(request=None, responses={202: s.StopAccepted, 404: s.Error, 409: s.Error})
     def post(self, request: Request, realm_id: str) -> Response:
         known(realm_id)
@@ -154,6 +170,9 @@ class RealmStopView(OperatorAPIView):
 
 
 class RealmRerunView(OperatorAPIView):
+    """Run a realm again: its stored resolved project (``snapshot``) or its package
+    reloaded with today's settings (``latest``)."""
+
     @extend_schema(
         request=None,
         parameters=[s.RerunQuery],
@@ -187,9 +206,11 @@ class RealmRerunView(OperatorAPIView):
 
 
 class RealmMessageView(OperatorAPIView):
+    """An ``[operator]`` message into the Commons (``to`` narrows the mentions)."""
+
     @extend_schema(
         request=s.MessageRequest,
-        responses={200: s.Delivered, 400: s.Error, 404: s.Error, 503: s.NotDelivered},
+        responses={200: s.Delivered, 400: s.Problems, 404: s.Error, 503: s.NotDelivered},
     )
     def post(self, request: Request, realm_id: str) -> Response:
         known(realm_id)

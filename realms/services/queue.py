@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import queue
 import threading
+from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 
 from bearpit.queue import enqueue
@@ -63,6 +65,12 @@ def open_local_worker() -> queue.Queue[str]:
         if _local is None:
             _local = queue.Queue()
         return _local
+
+
+def pending_realm_ids() -> list[str]:
+    """Realms launched but never provisioned (the server stopped first), oldest first."""
+    rows = Realm.objects.filter(state=Realm.State.PENDING).order_by("created_at", "id")
+    return list(rows.values_list("realm_id", flat=True))
 
 
 def close_local_worker() -> None:
@@ -134,6 +142,20 @@ def queue_realm(
         return _consented(launch_realm(path, options), allow_elevated)
 
 
+def _library_copy(realm: Realm) -> Path | None:
+    """The library's current copy of the scenario a realm was launched from, if it was
+    launched from the library (whose folders are content-addressed, so the realm's own
+    path keeps the version it ran)."""
+    library_root = (Path(settings.BEARPIT_HOME) / "library").resolve()
+    path = Path(realm.package_path).resolve() if realm.package_path else None
+    if path is None or not path.is_relative_to(library_root):
+        return None
+    try:
+        return library.materialize(library.resolve(path.name))
+    except library.LibraryError:
+        return None
+
+
 def queue_rerun(
     realm_id: str,
     mode: Mode,
@@ -144,16 +166,19 @@ def queue_rerun(
     allow_elevated: bool = False,
 ) -> Realm:
     """Rerun an earlier realm (``pit_rerun``'s service) and queue the new realm's
-    provisioning, under the same refusals as :func:`queue_realm`."""
+    provisioning, under the same refusals as :func:`queue_realm`. ``latest`` reloads a
+    library scenario from the library's current copy."""
     if not Realm.objects.filter(realm_id=realm_id).exists():
         raise QueueRefused(404, f"realm {realm_id!r} has no launch record to rerun")
     _check_room(new_realm_id, capacity)
+    old = Realm.objects.get(realm_id=realm_id)
     with transaction.atomic():
         realm = rerun_realm(
             realm_id,
             mode,
             new_realm_id=new_realm_id,
             allow_provider_fallback=allow_provider_fallback,
+            package=_library_copy(old) if mode == "latest" else None,
         )
         return _consented(realm, allow_elevated)
 
@@ -165,6 +190,7 @@ __all__ = [
     "active_realms",
     "close_local_worker",
     "open_local_worker",
+    "pending_realm_ids",
     "queue_realm",
     "queue_rerun",
 ]

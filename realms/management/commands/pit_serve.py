@@ -28,7 +28,7 @@ from realms.management.quiet import quiet_logs
 from realms.models import Realm
 from realms.preflight import port_in_use
 from realms.services.provision import bring_up_realm
-from realms.services.queue import close_local_worker, open_local_worker
+from realms.services.queue import close_local_worker, open_local_worker, pending_realm_ids
 from realms.services.recovery import recover_realms
 from realms.warden.watch import finish_concluding, tick_realm
 
@@ -107,8 +107,8 @@ class Provisioner:
     launched in this process (what the ``realms.provision`` task does behind a broker).
 
     Provisioning takes many seconds; on its own thread it never holds up the Ticker, so
-    realms already running keep their beat. A realm handed over after :meth:`stop` is
-    left pending, and the API refuses to launch once the hand-off is closed."""
+    realms already running keep their beat. A realm still pending when it stops is picked
+    up at the next start; the API refuses to launch once the hand-off is closed."""
 
     def __init__(self, say: Callable[[str], None]) -> None:
         self._say = say
@@ -117,6 +117,9 @@ class Provisioner:
         self._thread = threading.Thread(target=self._run, name="realm-provisioner", daemon=True)
 
     def start(self) -> Provisioner:
+        # Realms the API launched before the last stop, never provisioned: theirs now.
+        for realm_id in pending_realm_ids():
+            self._inbox.put(realm_id)
         self._thread.start()
         return self
 
