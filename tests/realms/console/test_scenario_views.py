@@ -156,7 +156,7 @@ def test_saving_an_invalid_package_is_refused_and_changes_nothing(operator):
     response = operator.post("/scenarios/toolcheck/edit", editor_post(texts))
     assert response.status_code == 400
     page = response.content.decode()
-    assert "nothing was saved" in page
+    assert "nothing was written" in page
     assert "budget.on_exhausted" in page and "line 6" in page
     assert library_state() == before
     assert not Scenario.objects.filter(name="toolcheck", source=Scenario.Source.USER).exists()
