@@ -356,7 +356,7 @@ def test_a_launch_past_capacity_says_so_and_starts_nothing(operator, settings, r
 def test_a_good_launch_goes_to_the_realm_page(operator):
     from realms.services.queue import close_local_worker, open_local_worker
 
-    handed = open_local_worker()
+    open_local_worker()  # as pit_serve does: this process would provision
     try:
         response = operator.post(
             "/scenarios/relay/launch",
