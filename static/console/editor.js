@@ -163,7 +163,16 @@
     timer = setTimeout(check, 400);
   }
 
-  var first = location.hash.match(/^#file-(\d+)$/);
-  show(first ? first[1] : (panes[0] && panes[0].getAttribute("data-index")));
-  if (form.querySelector(".file-problems li")) { check(); }
+  // After a refused save, open the first file with a problem; else the one the address
+  // names, else the first.
+  var named = location.hash.match(/^#file-(\d+)$/);
+  var bad = form.querySelector(".file-problems li");
+  var start = panes[0] && panes[0].getAttribute("data-index");
+  if (bad) {
+    start = bad.closest(".pane").getAttribute("data-index");
+  } else if (named) {
+    start = named[1];
+  }
+  show(start);
+  if (bad) { check(); }  // the same problems again, now with links to their lines
 })();

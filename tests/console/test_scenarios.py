@@ -88,6 +88,9 @@ def test_a_save_with_errors_is_refused_and_shown(page: Page, served: Served) -> 
     page.get_by_role("button", name="Save as your copy").click()
     expect(page.locator("#refused")).to_contain_text("nothing was written")
     expect(page.locator("#summary")).to_contain_text("agents/amber/agent.json, line 2: id")
+    # the file at fault is the one shown, its line marked
+    expect(page.get_by_role("textbox", name="agents/amber/agent.json")).to_be_visible()
+    expect(page.locator(".pane:not([hidden]) .gutter .bad")).to_have_text("2")
     assert_accessible(page, "editor-save-refused")
     page.goto(f"{served.base_url}/scenarios/")
     expect(page.locator("#scenario-relay")).to_contain_text("example")
