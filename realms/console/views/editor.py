@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from realms.console import catalogue, editing
@@ -124,8 +125,23 @@ def clone(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @operator_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def delete(request: HttpRequest, name: str) -> HttpResponse:
+    """GET asks for confirmation; the POST of that form deletes."""
+    if request.method == "GET":
+        scenario = scenario_or_404(name)
+        return render(
+            request,
+            "console/scenarios/confirm_delete.html",
+            {
+                "nav": "scenarios",
+                "what": f"your copy of {name}",
+                "consequence": "The bundled example of the same name shows again."
+                if catalogue.example_shadowed(name)
+                else "Its files are gone from the library; export it first to keep them.",
+                "back": reverse("console:scenario", args=[scenario.name]),
+            },
+        )
     try:
         library.delete_user_copy(name)
     except library.LibraryError as exc:

@@ -13,7 +13,8 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
 
 from realms.console.access import operator_required
 from realms.console.markdown import render as markdown
@@ -139,8 +140,21 @@ def import_skill(request: HttpRequest) -> HttpResponse:
 
 
 @operator_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def delete(request: HttpRequest, ref: str) -> HttpResponse:
+    """GET asks for confirmation; the POST of that form deletes."""
+    if request.method == "GET":
+        skill = _skill_or_404(skills.USER, ref)
+        return render(
+            request,
+            "console/scenarios/confirm_delete.html",
+            {
+                "nav": "skills",
+                "what": f"the skill {skill.ref}",
+                "consequence": "Agents that name it no longer load until it is back.",
+                "back": reverse("console:skill", args=[skill.source, skill.ref]),
+            },
+        )
     try:
         skills.delete_skill(ref)
     except skills.SkillError as exc:

@@ -372,3 +372,11 @@ def test_a_good_launch_goes_to_the_realm_page(operator):
     assert response["Location"] == "/realms/from-the-form/"
     realm = Realm.objects.get(realm_id="from-the-form")
     assert realm.parameters == {"topic": "a robot that inherits a bakery", "rounds": "3"}
+
+
+def test_deleting_a_user_copy_asks_first(operator):
+    operator.post("/scenarios/relay/clone", {"name": "relay-2"})
+    asked = operator.get("/scenarios/relay-2/delete")
+    assert asked.status_code == 200
+    assert "Delete your copy of relay-2?" in asked.content.decode()
+    assert Scenario.objects.filter(name="relay-2").exists()

@@ -105,3 +105,11 @@ def test_builtins_cannot_be_deleted_and_bad_refs_are_not_found(operator):
     assert operator.get("/skills/builtin/nope/").status_code == 404
     assert operator.get("/skills/other/agent-basics/").status_code == 404
     assert operator.get("/skills/user/..%2F..%2Fetc/").status_code in (400, 404)
+
+
+def test_deleting_asks_first(operator):
+    operator.post("/skills/import", {"upload": upload("SKILL.md", SKILL)})
+    asked = operator.get("/skills/user/haggler/delete")
+    assert asked.status_code == 200 and b"Delete the skill haggler?" in asked.content
+    assert user_files() == {"haggler/SKILL.md": SKILL}
+    assert operator.get("/skills/user/nope/delete").status_code == 404
