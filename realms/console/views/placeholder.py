@@ -14,16 +14,6 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @operator_required
-def scenarios(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/placeholder.html", {"nav": "scenarios", "title": "Scenarios"})
-
-
-@operator_required
-def skills(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/placeholder.html", {"nav": "skills", "title": "Skills"})
-
-
-@operator_required
 def history(request: HttpRequest) -> HttpResponse:
     return render(request, "console/placeholder.html", {"nav": "history", "title": "History"})
 
