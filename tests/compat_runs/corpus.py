@@ -33,7 +33,7 @@ def digests(root: Path, *, skip: str | None = None) -> dict[str, str]:
 
 
 def run_corpus_package(
-    tmp_path: Path, name: str, *, timeout: float, args: Sequence[str] = ()
+    tmp_path: Path, name: str, *, timeout: float, args: Sequence[str] = (), **env: str
 ) -> RealmRun:
     """Run corpus package ``name`` with ``offline/`` from ``SCRIPTS/<name>`` added, and check
     that the copy it ran from differs from the corpus in nothing but that folder."""
@@ -45,7 +45,7 @@ def run_corpus_package(
     staged = tmp_path / "staged" / name
     shutil.copytree(source, staged)
     shutil.copytree(scripts, staged / OFFLINE)
-    run = run_realm(tmp_path, staged, timeout=timeout, args=args)
+    run = run_realm(tmp_path, staged, timeout=timeout, args=args, **env)
     ran = tmp_path / name  # run_realm's own copy, the folder pit_up was given
     assert digests(ran, skip=OFFLINE) == digests(source), f"{name}: the package was changed"
     assert digests(ran / OFFLINE) == digests(scripts), f"{name}: offline/ is not ours"
