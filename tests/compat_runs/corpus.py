@@ -45,6 +45,9 @@ def run_corpus_package(
     staged = tmp_path / "staged" / name
     shutil.copytree(source, staged)
     shutil.copytree(scripts, staged / OFFLINE)
+    # The referees' closing lines follow their ruling; a grace of a few seconds lets them
+    # land before teardown on a loaded machine.
+    env.setdefault("BEARPIT_CONCLUDE_GRACE_S", "3")
     run = run_realm(tmp_path, staged, timeout=timeout, args=args, **env)
     ran = tmp_path / name  # run_realm's own copy, the folder pit_up was given
     assert digests(ran, skip=OFFLINE) == digests(source), f"{name}: the package was changed"
