@@ -16,6 +16,14 @@ class OperatorTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-un
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "The operator token (also accepted as the bearpit_token cookie "
-            "or the token query parameter).",
+            "description": "The operator token (a browser sends it as the bearpit_token "
+            "cookie that /login sets; a URL never carries it).",
         }
+
+
+class OperatorSessionScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    target_class = "bearpit.auth.OperatorSessionAuthentication"
+    name = "operatorSession"
+
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:
+        return {"type": "apiKey", "in": "cookie", "name": "sessionid"}
