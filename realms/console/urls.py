@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from django.urls import path
 
-from realms.console.views import placeholder
+from realms.console.views import history, home, placeholder
 
 app_name = "console"
 
 urlpatterns = [
-    path("", placeholder.home, name="home"),
+    path("", home.home, name="home"),
+    path("home/live", home.live, name="home-live"),
+    path("home/launch-first-run", home.launch_first_run, name="launch-first-run"),
     path("realms/<str:realm_id>/", placeholder.realm, name="realm"),
     path("scenarios/", placeholder.scenarios, name="scenarios"),
     path("skills/", placeholder.skills, name="skills"),
-    path("history/", placeholder.history, name="history"),
+    path("history/", history.history, name="history"),
+    path("history/<str:realm_id>/report", history.report, name="history-report"),
+    path("history/<str:realm_id>/transcript", history.transcript, name="history-transcript"),
+    path("history/<str:realm_id>/rerun", history.rerun, name="history-rerun"),
     path("settings/", placeholder.settings_page, name="settings"),
 ]

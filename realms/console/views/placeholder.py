@@ -9,11 +9,6 @@ from realms.console.access import operator_required
 
 
 @operator_required
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/placeholder.html", {"nav": "home", "title": "Realms"})
-
-
-@operator_required
 def scenarios(request: HttpRequest) -> HttpResponse:
     return render(request, "console/placeholder.html", {"nav": "scenarios", "title": "Scenarios"})
 
@@ -21,11 +16,6 @@ def scenarios(request: HttpRequest) -> HttpResponse:
 @operator_required
 def skills(request: HttpRequest) -> HttpResponse:
     return render(request, "console/placeholder.html", {"nav": "skills", "title": "Skills"})
-
-
-@operator_required
-def history(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/placeholder.html", {"nav": "history", "title": "History"})
 
 
 @operator_required
