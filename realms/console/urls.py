@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from realms.console.views import history, home, placeholder
+from realms.console.views import history, home, placeholder, settings
 
 app_name = "console"
 
@@ -19,5 +19,10 @@ urlpatterns = [
     path("history/<str:realm_id>/report", history.report, name="history-report"),
     path("history/<str:realm_id>/transcript", history.transcript, name="history-transcript"),
     path("history/<str:realm_id>/rerun", history.rerun, name="history-rerun"),
-    path("settings/", placeholder.settings_page, name="settings"),
+    path("settings/", settings.settings_page, name="settings"),
+    path("settings/provider", settings.provider, name="settings-provider"),
+    path("settings/tiers/<str:name>", settings.tiers, name="settings-tiers"),
+    path("settings/keys", settings.add_key, name="settings-key-add"),
+    path("settings/keys/<str:handle>/rotate", settings.rotate_key, name="settings-key-rotate"),
+    path("settings/keys/<str:handle>/remove", settings.remove_key, name="settings-key-remove"),
 ]

@@ -19,10 +19,5 @@ def skills(request: HttpRequest) -> HttpResponse:
 
 
 @operator_required
-def settings_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/placeholder.html", {"nav": "settings", "title": "Settings"})
-
-
-@operator_required
 def realm(request: HttpRequest, realm_id: str) -> HttpResponse:
     return render(request, "console/placeholder.html", {"nav": "home", "title": realm_id})
