@@ -1,0 +1,168 @@
+"""Request and response shapes of the settings routes.
+
+Requests are strict: a field the route does not know is named in a 400, not ignored, so
+a typo in an edit never passes for a successful save. Responses are serialized through
+these classes too, so what the schema documents is what is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, get_args
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from ledger.models import ProviderProfile
+from ledger.services.profiles import TIERS, Profile, TierSpec
+
+# The efforts a tier may name, as the profile model spells them: Literal[...] | None.
+EFFORTS = get_args(get_args(TierSpec.model_fields["effort"].annotation)[0])
+_MAX_CONTEXT = 100_000_000
+
+
+class StrictSerializer(serializers.Serializer[dict[str, Any]]):
+    """Refuses fields it does not declare, each named."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if isinstance(data, Mapping):
+            unknown = sorted(str(k) for k in data if k not in self.fields)
+            if unknown:
+                raise serializers.ValidationError({k: ["unknown field"] for k in unknown})
+        return dict(super().to_internal_value(data))
+
+
+# Requests.
+
+
+class ProviderChoiceSerializer(StrictSerializer):
+    model_provider = serializers.CharField(max_length=60)
+
+
+class TierEditSerializer(StrictSerializer):
+    model = serializers.CharField(max_length=200)
+    effort = serializers.ChoiceField(choices=EFFORTS, allow_null=True, required=False)
+    input_cost_per_token = serializers.FloatField(
+        allow_null=True, required=False, min_value=0, max_value=1
+    )
+    output_cost_per_token = serializers.FloatField(
+        allow_null=True, required=False, min_value=0, max_value=1
+    )
+    context_length = serializers.IntegerField(
+        allow_null=True, required=False, min_value=1, max_value=_MAX_CONTEXT
+    )
+
+
+class TierEditsSerializer(StrictSerializer):
+    small = TierEditSerializer(required=False)
+    medium = TierEditSerializer(required=False)
+    large = TierEditSerializer(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError(f"name at least one tier of {', '.join(TIERS)}")
+        return attrs
+
+
+class ProviderEditSerializer(StrictSerializer):
+    categories = TierEditsSerializer()
+
+
+class ModelConfigSerializer(StrictSerializer):
+    providers = serializers.DictField(child=ProviderEditSerializer(), allow_empty=False)
+
+
+# Responses.
+
+
+class TierSerializer(serializers.Serializer[Any]):
+    model = serializers.CharField()
+    effort = serializers.ChoiceField(choices=EFFORTS, allow_null=True)
+    input_cost_per_token = serializers.FloatField(allow_null=True)
+    output_cost_per_token = serializers.FloatField(allow_null=True)
+    context_length = serializers.IntegerField(allow_null=True)
+
+
+class TiersSerializer(serializers.Serializer[Any]):
+    small = TierSerializer(required=False)
+    medium = TierSerializer(required=False)
+    large = TierSerializer(required=False)
+
+
+class ProfileSerializer(serializers.Serializer[Profile]):
+    name = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field, not Field.label
+    description = serializers.CharField()
+    transport = serializers.ChoiceField(choices=ProviderProfile.Transport.values)
+    litellm_provider = serializers.CharField()
+    api_base = serializers.CharField()
+    api_key_ref = serializers.CharField(help_text="the handle of the key this profile uses")
+    setup_hint = serializers.CharField()
+    source = serializers.ChoiceField(  # type: ignore[assignment]  # a field, not Field.source
+        choices=[*ProviderProfile.Source.values, "plugin"]
+    )
+    editable = serializers.SerializerMethodField(
+        help_text="whether model-config may change its tiers (not for plugin profiles)"
+    )
+    flat_rate = serializers.BooleanField()
+    min_budget_usd = serializers.FloatField(allow_null=True)
+    min_turn_seconds = serializers.FloatField(allow_null=True)
+    categories = TiersSerializer()
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_editable(self, profile: Profile) -> bool:
+        return profile.source != "plugin"
+
+
+class ProviderStateSerializer(serializers.Serializer[Any]):
+    model_provider = serializers.CharField(help_text="the profile launches resolve against")
+    stored = serializers.CharField(help_text="the stored choice (BEARPIT_PROVIDER overrides it)")
+    overridden_by_env = serializers.BooleanField()
+    providers = ProfileSerializer(many=True)
+
+
+class KeySerializer(serializers.Serializer[Any]):
+    """A stored provider key, by handle: never the key, nor any part of it."""
+
+    handle = serializers.CharField()
+    provider = serializers.CharField()
+    api_base = serializers.CharField()
+    used_by = serializers.ListField(
+        child=serializers.CharField(), help_text="profiles whose api_key_ref is this handle"
+    )
+
+
+class CapacitySerializer(serializers.Serializer[Any]):
+    max_active = serializers.IntegerField(help_text="BEARPIT_MAX_ACTIVE_REALMS")
+    active = serializers.IntegerField(help_text="realms not yet ended")
+
+
+class BackendSerializer(serializers.Serializer[Any]):
+    name = serializers.ChoiceField(choices=["bwrap", "docker", "process"])
+    ready = serializers.BooleanField()
+    reason = serializers.CharField(allow_null=True, help_text="why it is not ready")
+    selected = serializers.BooleanField(help_text="the backend BEARPIT_SANDBOX names")
+    isolates = serializers.BooleanField(help_text="false for process: development only")
+
+
+class SandboxSerializer(serializers.Serializer[Any]):
+    backend = serializers.CharField(help_text="BEARPIT_SANDBOX")
+    backends = BackendSerializer(many=True)
+
+
+class ToolSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(
+        choices=["realmtool", "granted"],
+        help_text="realmtool: every wired agent has it; granted: per agent, by the package",
+    )
+    ready = serializers.BooleanField()
+    reason = serializers.CharField(allow_null=True, help_text="why it is not ready")
+
+
+class SettingsSerializer(ProviderStateSerializer):
+    keys = KeySerializer(many=True)
+    capacity = CapacitySerializer()
+    sandbox = SandboxSerializer()
+    tools = ToolSerializer(many=True)
