@@ -45,7 +45,7 @@ class PlatformServer:
         except OSError as exc:
             sock.close()
             raise RuntimeError(
-                f"cannot serve the platform on {self.host}:{self.port}: {exc.strerror} "
+                f"cannot serve the platform on {self.url.removeprefix('http://')}: {exc.strerror} "
                 "(stop what listens there, or set BEARPIT_PLATFORM_PORT to a free port)"
             ) from exc
         self.port = int(sock.getsockname()[1])

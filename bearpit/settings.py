@@ -273,6 +273,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Enums named for what they are, so that two routes' "kind" or "source" never collide.
+    "ENUM_NAME_OVERRIDES": {
+        "TierEffortEnum": "ledger.api.serializers.EFFORTS",
+        "ProfileSourceEnum": "ledger.api.serializers.PROFILE_SOURCES",
+        "ProfileTransportEnum": "ledger.api.serializers.TRANSPORTS",
+        "AgentToolKindEnum": "ledger.api.serializers.TOOL_KINDS",
+        "SandboxBackendEnum": "realms.forge.readiness.BACKENDS",
+    },
 }
 
 if REDIS_URL:

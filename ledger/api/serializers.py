@@ -16,9 +16,13 @@ from rest_framework import serializers
 
 from ledger.models import ProviderProfile
 from ledger.services.profiles import TIERS, Profile, TierSpec
+from realms.forge.readiness import BACKENDS
 
 # The efforts a tier may name, as the profile model spells them: Literal[...] | None.
 EFFORTS = get_args(get_args(TierSpec.model_fields["effort"].annotation)[0])
+PROFILE_SOURCES = (*ProviderProfile.Source.values, "plugin")
+TOOL_KINDS = ("realmtool", "granted")
+TRANSPORTS = tuple(ProviderProfile.Transport.values)
 _MAX_CONTEXT = 100_000_000
 
 
@@ -37,10 +41,14 @@ class StrictSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class ProviderChoiceSerializer(StrictSerializer):
+    """The profile every launch resolves tiers against from now on."""
+
     model_provider = serializers.CharField(max_length=60)
 
 
-class TierEditSerializer(StrictSerializer):
+class ProviderTierEditSerializer(StrictSerializer):
+    """A tier as it will be stored: fields left out are stored empty."""
+
     model = serializers.CharField(max_length=200)
     effort = serializers.ChoiceField(choices=EFFORTS, allow_null=True, required=False)
     input_cost_per_token = serializers.FloatField(
@@ -54,10 +62,12 @@ class TierEditSerializer(StrictSerializer):
     )
 
 
-class TierEditsSerializer(StrictSerializer):
-    small = TierEditSerializer(required=False)
-    medium = TierEditSerializer(required=False)
-    large = TierEditSerializer(required=False)
+class ProviderTierEditsSerializer(StrictSerializer):
+    """The tiers to replace; tiers not named stay as they are."""
+
+    small = ProviderTierEditSerializer(required=False)
+    medium = ProviderTierEditSerializer(required=False)
+    large = ProviderTierEditSerializer(required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs:
@@ -66,17 +76,21 @@ class TierEditsSerializer(StrictSerializer):
 
 
 class ProviderEditSerializer(StrictSerializer):
-    categories = TierEditsSerializer()
+    """The edit of one profile."""
+
+    categories = ProviderTierEditsSerializer()
 
 
 class ModelConfigSerializer(StrictSerializer):
+    """Edits of profiles' tiers, by profile name; all are saved, or none."""
+
     providers = serializers.DictField(child=ProviderEditSerializer(), allow_empty=False)
 
 
 # Responses.
 
 
-class TierSerializer(serializers.Serializer[Any]):
+class ProviderTierSerializer(serializers.Serializer[Any]):
     model = serializers.CharField()
     effort = serializers.ChoiceField(choices=EFFORTS, allow_null=True)
     input_cost_per_token = serializers.FloatField(allow_null=True)
@@ -84,23 +98,23 @@ class TierSerializer(serializers.Serializer[Any]):
     context_length = serializers.IntegerField(allow_null=True)
 
 
-class TiersSerializer(serializers.Serializer[Any]):
-    small = TierSerializer(required=False)
-    medium = TierSerializer(required=False)
-    large = TierSerializer(required=False)
+class ProviderTiersSerializer(serializers.Serializer[Any]):
+    small = ProviderTierSerializer(required=False)
+    medium = ProviderTierSerializer(required=False)
+    large = ProviderTierSerializer(required=False)
 
 
-class ProfileSerializer(serializers.Serializer[Profile]):
+class ProviderProfileSerializer(serializers.Serializer[Profile]):
     name = serializers.CharField()
     label = serializers.CharField()  # type: ignore[assignment]  # a field, not Field.label
     description = serializers.CharField()
-    transport = serializers.ChoiceField(choices=ProviderProfile.Transport.values)
+    transport = serializers.ChoiceField(choices=TRANSPORTS)
     litellm_provider = serializers.CharField()
     api_base = serializers.CharField()
     api_key_ref = serializers.CharField(help_text="the handle of the key this profile uses")
     setup_hint = serializers.CharField()
     source = serializers.ChoiceField(  # type: ignore[assignment]  # a field, not Field.source
-        choices=[*ProviderProfile.Source.values, "plugin"]
+        choices=PROFILE_SOURCES
     )
     editable = serializers.SerializerMethodField(
         help_text="whether model-config may change its tiers (not for plugin profiles)"
@@ -108,7 +122,7 @@ class ProfileSerializer(serializers.Serializer[Profile]):
     flat_rate = serializers.BooleanField()
     min_budget_usd = serializers.FloatField(allow_null=True)
     min_turn_seconds = serializers.FloatField(allow_null=True)
-    categories = TiersSerializer()
+    categories = ProviderTiersSerializer()
 
     @extend_schema_field(OpenApiTypes.BOOL)
     def get_editable(self, profile: Profile) -> bool:
@@ -119,10 +133,10 @@ class ProviderStateSerializer(serializers.Serializer[Any]):
     model_provider = serializers.CharField(help_text="the profile launches resolve against")
     stored = serializers.CharField(help_text="the stored choice (BEARPIT_PROVIDER overrides it)")
     overridden_by_env = serializers.BooleanField()
-    providers = ProfileSerializer(many=True)
+    providers = ProviderProfileSerializer(many=True)
 
 
-class KeySerializer(serializers.Serializer[Any]):
+class StoredKeySerializer(serializers.Serializer[Any]):
     """A stored provider key, by handle: never the key, nor any part of it."""
 
     handle = serializers.CharField()
@@ -133,36 +147,36 @@ class KeySerializer(serializers.Serializer[Any]):
     )
 
 
-class CapacitySerializer(serializers.Serializer[Any]):
+class RealmCapacitySerializer(serializers.Serializer[Any]):
     max_active = serializers.IntegerField(help_text="BEARPIT_MAX_ACTIVE_REALMS")
     active = serializers.IntegerField(help_text="realms not yet ended")
 
 
-class BackendSerializer(serializers.Serializer[Any]):
-    name = serializers.ChoiceField(choices=["bwrap", "docker", "process"])
+class SandboxBackendSerializer(serializers.Serializer[Any]):
+    name = serializers.ChoiceField(choices=BACKENDS)
     ready = serializers.BooleanField()
     reason = serializers.CharField(allow_null=True, help_text="why it is not ready")
     selected = serializers.BooleanField(help_text="the backend BEARPIT_SANDBOX names")
     isolates = serializers.BooleanField(help_text="false for process: development only")
 
 
-class SandboxSerializer(serializers.Serializer[Any]):
+class SandboxStateSerializer(serializers.Serializer[Any]):
     backend = serializers.CharField(help_text="BEARPIT_SANDBOX")
-    backends = BackendSerializer(many=True)
+    backends = SandboxBackendSerializer(many=True)
 
 
-class ToolSerializer(serializers.Serializer[Any]):
+class AgentToolSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     kind = serializers.ChoiceField(
-        choices=["realmtool", "granted"],
+        choices=TOOL_KINDS,
         help_text="realmtool: every wired agent has it; granted: per agent, by the package",
     )
     ready = serializers.BooleanField()
     reason = serializers.CharField(allow_null=True, help_text="why it is not ready")
 
 
-class SettingsSerializer(ProviderStateSerializer):
-    keys = KeySerializer(many=True)
-    capacity = CapacitySerializer()
-    sandbox = SandboxSerializer()
-    tools = ToolSerializer(many=True)
+class SettingsPageSerializer(ProviderStateSerializer):
+    keys = StoredKeySerializer(many=True)
+    capacity = RealmCapacitySerializer()
+    sandbox = SandboxStateSerializer()
+    tools = AgentToolSerializer(many=True)

@@ -23,7 +23,7 @@ from ledger.api.serializers import (
     ModelConfigSerializer,
     ProviderChoiceSerializer,
     ProviderStateSerializer,
-    SettingsSerializer,
+    SettingsPageSerializer,
 )
 from ledger.services.credentials import list_credentials
 from ledger.services.model_config import ModelConfigError, save_model_config
@@ -93,10 +93,10 @@ def _state_response() -> Response:
 class SettingsView(OperatorAPIView):
     @extend_schema(
         summary="Providers, tiers, keys by handle, capacity and tool readiness",
-        responses={200: SettingsSerializer},
+        responses={200: SettingsPageSerializer},
     )
     def get(self, request: Request) -> Response:
-        return Response(SettingsSerializer(_settings_page()).data)
+        return Response(SettingsPageSerializer(_settings_page()).data)
 
 
 class ProviderSettingView(OperatorAPIView):
