@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 from django.core.management import call_command
-from django.test import Client
 
 from tests.bearpit.test_auth_matrix import api_routes
 
@@ -26,7 +25,7 @@ def _settings(settings, tmp_path):
     settings.BEARPIT_API_TOKEN = TOKEN
 
 
-def served_schema(client: Client) -> dict:
+def served_schema(client):
     response = client.get("/api/schema/?format=json", **BEARER)
     assert response.status_code == 200, response.content[:300]
     assert response["Content-Type"].startswith("application/vnd.oai.openapi+json")
