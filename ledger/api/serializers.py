@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, get_args
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import Direction, extend_schema_field
 from rest_framework import serializers
 
 from ledger.models import ProviderProfile
-from ledger.services.profiles import TIERS, Profile, TierSpec
+from ledger.services.profiles import Profile, TierSpec
 from realms.forge.readiness import BACKENDS
 
 # The efforts a tier may name, as the profile model spells them: Literal[...] | None.
@@ -27,14 +29,36 @@ _MAX_CONTEXT = 100_000_000
 
 
 class StrictSerializer(serializers.Serializer[dict[str, Any]]):
-    """Refuses fields it does not declare, each named."""
+    """Refuses fields it does not declare, each named; ``min_fields`` of them at least."""
+
+    min_fields = 0
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if isinstance(data, Mapping):
             unknown = sorted(str(k) for k in data if k not in self.fields)
             if unknown:
                 raise serializers.ValidationError({k: ["unknown field"] for k in unknown})
+            if len(data) < self.min_fields:
+                names = ", ".join(self.fields)
+                raise serializers.ValidationError(f"name at least {self.min_fields} of {names}")
         return dict(super().to_internal_value(data))
+
+
+class StrictSerializerSchema(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
+    """The schema says what :class:`StrictSerializer` enforces, so a generated request
+    (schemathesis, a client generator) knows an unknown field is refused."""
+
+    target_class = StrictSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: Direction) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer(  # type: ignore[no-untyped-call]
+            self.target, direction, bypass_extensions=True
+        )
+        schema["additionalProperties"] = False
+        if self.target.min_fields:
+            schema["minProperties"] = self.target.min_fields
+        return schema
 
 
 # Requests.
@@ -65,14 +89,10 @@ class ProviderTierEditSerializer(StrictSerializer):
 class ProviderTierEditsSerializer(StrictSerializer):
     """The tiers to replace; tiers not named stay as they are."""
 
+    min_fields = 1
     small = ProviderTierEditSerializer(required=False)
     medium = ProviderTierEditSerializer(required=False)
     large = ProviderTierEditSerializer(required=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if not attrs:
-            raise serializers.ValidationError(f"name at least one tier of {', '.join(TIERS)}")
-        return attrs
 
 
 class ProviderEditSerializer(StrictSerializer):
@@ -84,7 +104,9 @@ class ProviderEditSerializer(StrictSerializer):
 class ModelConfigSerializer(StrictSerializer):
     """Edits of profiles' tiers, by profile name; all are saved, or none."""
 
-    providers = serializers.DictField(child=ProviderEditSerializer(), allow_empty=False)
+    providers = serializers.DictField(
+        child=ProviderEditSerializer(), allow_empty=False, help_text="by profile name"
+    )
 
 
 # Responses.
