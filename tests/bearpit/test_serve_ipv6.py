@@ -72,6 +72,15 @@ def test_pit_serve_on_ipv6_prints_a_login_url_that_logs_in(tmp_path: Path) -> No
             api = browser.get(f"http://[::1]:{port}/api/settings")
             assert api.status_code == 200, api.text
             assert token not in api.text
+            # A write from the page's own origin, with the session and its CSRF token.
+            origin = f"http://[::1]:{port}"
+            switched = browser.put(
+                f"{origin}/api/settings/provider",
+                json={"model_provider": "offline"},
+                headers={"X-CSRFToken": browser.cookies["csrftoken"], "Origin": origin},
+            )
+            assert switched.status_code == 200, switched.text
+            assert switched.json()["model_provider"] == "offline"
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=60)
     finally:
