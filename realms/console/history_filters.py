@@ -27,9 +27,14 @@ class HistoryFilter(forms.Form):
         scenarios = Realm.objects.values_list("package_name", flat=True).distinct()
         outcomes = {str(r["outcome"]) for r in runs if r.get("outcome")}
         states = [*STATES, *sorted({str(r["state"]) for r in runs} - set(STATES))]
-        self.fields["scenario"].choices = _choices(sorted(set(scenarios)), "every scenario")
-        self.fields["outcome"].choices = _choices(sorted(outcomes), "any outcome")
-        self.fields["state"].choices = _choices(states, "any state")
+        for name, values, everything in (
+            ("scenario", sorted(set(scenarios)), "every scenario"),
+            ("outcome", sorted(outcomes), "any outcome"),
+            ("state", states, "any state"),
+        ):
+            field = self.fields[name]
+            assert isinstance(field, forms.ChoiceField)
+            field.choices = _choices(values, everything)
 
     def keep(self, run: dict[str, Any]) -> bool:
         """Whether ``run`` passes the outcome and state filters (scenario is the query's)."""

@@ -39,7 +39,9 @@ class ProviderForm(forms.Form):
 
     def __init__(self, *args: Any, profiles: dict[str, Profile], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["model_provider"].choices = [
+        field = self.fields["model_provider"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [
             (name, f"{p.label or name} ({name})") for name, p in sorted(profiles.items())
         ]
 

@@ -33,4 +33,3 @@ def duration(seconds: object) -> str:
     if minutes:
         return f"{minutes}m {secs:02d}s"
     return f"{secs}s"
-

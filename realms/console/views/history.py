@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -22,10 +22,11 @@ from realms.console.history_filters import HistoryFilter
 from realms.forge.layout import archive_dir
 from realms.ids import is_realm_id
 from realms.services.queue import ConsentRequired, LaunchError, QueueRefused, queue_rerun
+from realms.services.rerun import Mode
 
 # The newest runs the page reads; filters narrow these.
 WINDOW = 200
-MODES = ("snapshot", "latest")
+MODES: dict[str, Mode] = {"snapshot": "snapshot", "latest": "latest"}
 
 
 def _transcript_path(realm_id: str) -> Any:
@@ -92,7 +93,7 @@ def transcript(request: HttpRequest, realm_id: str) -> HttpResponse:
     if not path.is_file():
         context = {"nav": "history", "realm_id": realm_id}
         return render(request, "console/history_no_archive.html", context, status=404)
-    response = FileResponse(path.open("rb"), content_type="text/plain; charset=utf-8")
+    response = HttpResponse(path.read_bytes(), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'inline; filename="{realm_id}-transcript.txt"'
     # Agents wrote this text: it must never be sniffed or rendered as HTML.
     response["X-Content-Type-Options"] = "nosniff"
@@ -105,9 +106,10 @@ def transcript(request: HttpRequest, realm_id: str) -> HttpResponse:
 def rerun(request: HttpRequest, realm_id: str) -> HttpResponse:
     if not _known(realm_id):
         return _unknown(request, realm_id)
-    mode = request.POST.get("mode", "")
-    if mode not in MODES:
-        problem = f"mode: expected snapshot or latest; got {mode!r}"
+    given = request.POST.get("mode", "")
+    mode = MODES.get(given)
+    if mode is None:
+        problem = f"mode: expected snapshot or latest; got {given!r}"
         return _page(request, status=400, refused={"realm_id": realm_id, "problems": [problem]})
     consent = request.POST.get("allow_elevated_tools") == "on"
     try:

@@ -44,9 +44,7 @@ def live(request: HttpRequest) -> HttpResponse:
 @require_POST
 def launch_first_run(request: HttpRequest) -> HttpResponse:
     try:
-        realm = queue_realm(
-            FIRST_RUN, LaunchOptions(), capacity=settings.BEARPIT_MAX_ACTIVE_REALMS
-        )
+        realm = queue_realm(FIRST_RUN, LaunchOptions(), capacity=settings.BEARPIT_MAX_ACTIVE_REALMS)
     except QueueRefused as exc:
         return _page(request, status=exc.status, refused=[str(exc)])
     except LaunchError as exc:
