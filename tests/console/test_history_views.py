@@ -146,3 +146,21 @@ def test_rerun_without_a_worker_says_why(operator, runs):
     response = operator.post("/history/a-abc123/rerun", {"mode": "snapshot"})
     assert response.status_code == 503 and "no Celery broker" in response.content.decode()
     assert Realm.objects.count() == 3
+
+
+def test_rerun_of_a_package_with_open_egress_asks_consent_first(operator, local_worker):
+    build_realm(
+        "open-abc123",
+        state=Realm.State.ARCHIVED,
+        spec={"environment": {"network_egress": "open"}},
+    )
+    asked = operator.post("/history/open-abc123/rerun", {"mode": "snapshot"})
+    assert asked.status_code == 400
+    page = asked.content.decode()
+    assert "network_egress: open" in page and 'name="allow_elevated_tools"' in page
+    assert Realm.objects.count() == 1 and local_worker.empty()
+    consented = operator.post(
+        "/history/open-abc123/rerun", {"mode": "snapshot", "allow_elevated_tools": "on"}
+    )
+    assert consented.status_code == 302
+    assert Realm.objects.count() == 2

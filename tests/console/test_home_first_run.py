@@ -51,7 +51,7 @@ def test_a_first_run_from_the_home_page_to_the_history(page: Page, served: Serve
     expect(page.get_by_text("0 of 6 realms active")).to_be_visible()
     expect(page.get_by_role("heading", name="Nothing has run here yet")).to_have_count(0)
     assert token not in page.content()
-    assert_accessible(page, "home")
+    assert_accessible(page, "home-after-run")
 
     page.get_by_role("navigation", name="Console").get_by_role("link", name="History").click()
     page.wait_for_url(f"{served.base_url}/history/")

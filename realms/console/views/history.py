@@ -21,6 +21,7 @@ from realms.console.access import operator_required
 from realms.console.history_filters import HistoryFilter
 from realms.forge.layout import archive_dir
 from realms.ids import is_realm_id
+from realms.models import Realm
 from realms.services.queue import ConsentRequired, LaunchError, QueueRefused, queue_rerun
 from realms.services.rerun import Mode
 
@@ -44,7 +45,13 @@ def _listing(request: HttpRequest) -> tuple[HistoryFilter, list[dict[str, Any]]]
         scenario = form.cleaned_data.get("scenario") or None
         runs = run_history(scenario=scenario, limit=WINDOW)["runs"] if scenario else newest
         runs = [r for r in runs if form.keep(r)]
+    started = dict(
+        Realm.objects.filter(realm_id__in=[r["realm_id"] for r in runs]).values_list(
+            "realm_id", "created_at"
+        )
+    )
     for run in runs:
+        run["started"] = started.get(run["realm_id"])
         run["archived"] = _transcript_path(run["realm_id"]).is_file()
     return form, runs
 
