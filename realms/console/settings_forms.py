@@ -177,6 +177,7 @@ class RotateKeyForm(forms.Form):
         kwargs.setdefault("prefix", f"rotate-{handle}")
         super().__init__(*args, **kwargs)
         self.handle = handle
+        self.fields["api_key"].label = f"New key for {handle}"
 
 
 def credential_field(message: str) -> str | None:

@@ -33,6 +33,10 @@ def test_a_first_run_from_the_home_page_to_the_history(page: Page, served: Serve
     expect(page.get_by_role("heading", name="Nothing has run here yet")).to_be_visible()
     expect(page.get_by_text("0 of 6 realms active")).to_be_visible()
     assert_accessible(page, "home-empty")
+    # A second tab on the home page, never reloaded: what it shows later came live.
+    watcher = page.context.new_page()
+    watcher.goto(f"{served.base_url}/")
+    expect(watcher.get_by_text("No run has ended yet.")).to_be_visible()
 
     page.get_by_role("button", name="Launch toolcheck").click()
     page.wait_for_url(re.compile(r"/realms/[a-z0-9-]+/$"))
@@ -41,6 +45,9 @@ def test_a_first_run_from_the_home_page_to_the_history(page: Page, served: Serve
 
     body = wait_for_end(page, served, realm_id, timeout_s=200)
     assert body["state"] == "archived" and body["outcome"], body
+    live_row = watcher.get_by_role("region", name="Recent runs").get_by_role("row")
+    expect(live_row.filter(has_text=realm_id)).to_contain_text(body["outcome"][:40])
+    watcher.close()
 
     page.get_by_role("link", name="Bearpit home").click()
     recent = page.get_by_role("region", name="Recent runs")
