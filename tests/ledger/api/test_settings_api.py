@@ -4,6 +4,9 @@ change nothing."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from ledger.models import LedgerSetting, ProviderProfile
@@ -98,6 +101,9 @@ def test_tools_are_not_ready_without_the_realmtools_server(client, settings):
 def test_tools_are_ready_with_the_server_and_run_code_needs_the_sandbox(
     client, settings, monkeypatch, tmp_path
 ):
+    # A home with a short path: a Unix socket's path has room for 107 bytes only.
+    home = tempfile.TemporaryDirectory(prefix="bp-")
+    settings.BEARPIT_HOME = Path(home.name)
     server = RealmtoolsServer(uds_path=default_socket_path())
     server.start()
     try:
@@ -110,6 +116,7 @@ def test_tools_are_ready_with_the_server_and_run_code_needs_the_sandbox(
         page = get_settings(client)
     finally:
         server.stop()
+        home.cleanup()
     tools = {t["name"]: t for t in page["tools"]}
     assert tools["run_code"]["ready"] is False
     assert "bwrap not found" in tools["run_code"]["reason"]
