@@ -159,6 +159,7 @@ def test_switching_the_provider_is_stored_and_shown(client):
         ({"model_provider": "nope"}, "model_provider"),
         ({}, "model_provider"),
         ({"model_provider": "anthropic", "extra": 1}, "extra"),
+        ({"model_provider": 5}, "model_provider"),
         ({"model_provider": 7 * "x" * 20}, "model_provider"),
         (["anthropic"], "non_field_errors"),
     ],
@@ -229,6 +230,15 @@ def _tier(**over):
         ),
         ({"azure": {"categories": {"small": _tier(effort="extreme")}}}, "effort"),
         ({"azure": {"categories": {"small": _tier(context_length=0)}}}, "context_length"),
+        (
+            {"azure": {"categories": {"small": _tier(input_cost_per_token=True)}}},
+            "input_cost_per_token",
+        ),
+        (
+            {"azure": {"categories": {"small": _tier(input_cost_per_token="1e-6")}}},
+            "input_cost_per_token",
+        ),
+        ({"azure": {"categories": {"small": _tier(model=5)}}}, "model"),
         ({"azure": {"categories": {"small": _tier(temperature=1)}}}, "temperature"),
         ({"azure": {"categories": {"small": {"effort": "low"}}}}, "model"),
         ({"azure": {"categories": {"small": _tier(model="")}}}, "model"),
