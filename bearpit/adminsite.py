@@ -19,6 +19,8 @@ from django.utils.module_loading import autodiscover_modules
 class LazyAdminSite(admin.AdminSite):
     site_header = "Bearpit"
     site_title = "Bearpit"
+    # The header links to the console itself ("Console"), so no second "View site" link.
+    site_url = None
     _discovered = False
 
     @property

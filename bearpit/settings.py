@@ -164,6 +164,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's assets, served locally (no CDN)
     "channels",
+    "django_htmx",
     "chronicle",
     "realms",
     "realms.herald",
@@ -185,6 +186,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -193,6 +195,8 @@ MIDDLEWARE = [
 # refused, it would be retried forever and stall the bus mirror. The API's JSON bodies
 # have their own, smaller limit (bearpit.jsonbody.MAX_JSON_BODY_BYTES).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 16 * 1024 * 1024
+# A package or skill folder upload carries up to the library's 500 files.
+DATA_UPLOAD_MAX_NUMBER_FILES = 500
 
 ROOT_URLCONF = "bearpit.urls"
 WSGI_APPLICATION = "bearpit.wsgi.application"
@@ -208,6 +212,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "realms.console.context.console",
             ],
         },
     },
@@ -242,6 +247,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BEARPIT_HOME / "static"
+# The console's stylesheets, scripts and vendored libraries (static/vendor/manifest.json).
+STATICFILES_DIRS = [BASE_DIR / "static"]
 # WhiteNoise (bearpit.static) serves the admin's stylesheets in every mode, DEBUG or not,
 # from the apps' static folders (the finders), so nobody runs collectstatic; a deployment
 # that collects into STATIC_ROOT is served from there as well.

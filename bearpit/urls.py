@@ -5,7 +5,7 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 
 from realms.api.docs import DocsView, SchemaView
-from realms.api.login import home, login
+from realms.api.login import login
 
 
 def health(request: HttpRequest) -> JsonResponse:
@@ -13,7 +13,6 @@ def health(request: HttpRequest) -> JsonResponse:
 
 
 urlpatterns = [
-    path("", home, name="home"),
     path("health", health, name="health"),
     path("login", login, name="login"),
     path("admin/", admin.site.urls),
@@ -22,4 +21,5 @@ urlpatterns = [
     path("api/docs/", DocsView.as_view(), name="api-docs"),
     path("api/", include("realms.api.urls")),
     path("api/", include("ledger.urls")),
+    path("", include("realms.console.urls")),
 ]

@@ -14,28 +14,15 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.contrib.auth import login as start_session
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
-from django.utils.html import escape
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
 from bearpit.auth import (
     LOGIN_DEFAULT_NEXT,
-    LOGIN_PATH,
     QUERY_TOKEN,
     ensure_operator,
-    is_operator,
     token_matches,
 )
-
-_ANONYMOUS_HOME = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Bearpit</title></head>
-<body>
-<h1>Bearpit</h1>
-<p>This browser is not logged in. Open the login URL that <code>pit serve</code> printed
-(<code>pit serve --print-url</code> prints it again): <code>{login}?token=…</code></p>
-<p>Scripts send <code>Authorization: Bearer &lt;token&gt;</code> to <code>/api/</code>.</p>
-</body></html>
-"""
 
 
 def _clean_next(request: HttpRequest) -> str:
@@ -68,13 +55,3 @@ def login(request: HttpRequest) -> HttpResponse:
         return _private(JsonResponse({"error": "invalid API token"}, status=401))
     start_session(request, ensure_operator())
     return _private(HttpResponseRedirect(_clean_next(request), status=303))
-
-
-@require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    """The operator goes to the admin (the console comes later); anyone else is told how
-    to log in."""
-    if is_operator(getattr(request, "user", None)):
-        return HttpResponseRedirect("/admin/")
-    page = _ANONYMOUS_HOME.format(login=escape(LOGIN_PATH))
-    return _private(HttpResponse(page, content_type="text/html; charset=utf-8"))

@@ -4,24 +4,43 @@ from __future__ import annotations
 
 from django.urls import path
 
-from realms.api import packages, views
+from realms.api import machine, outputs, packages, realms, runs, skills
 
 urlpatterns = [
-    path("realms", views.RealmListView.as_view(), name="api-realms"),
-    path("realms/<str:realm_id>", views.RealmStatusView.as_view(), name="api-realm"),
+    path("realms", realms.RealmListView.as_view(), name="api-realms"),
+    path("realms/<str:realm_id>", realms.RealmStatusView.as_view(), name="api-realm"),
     path(
         "realms/<str:realm_id>/transcript",
-        views.RealmTranscriptView.as_view(),
+        realms.RealmTranscriptView.as_view(),
         name="api-realm-transcript",
     ),
-    path("realms/<str:realm_id>/events", views.RealmEventsView.as_view(), name="api-realm-events"),
-    path("realms/<str:realm_id>/report", views.RealmReportView.as_view(), name="api-realm-report"),
-    path("realms/<str:realm_id>/stop", views.RealmStopView.as_view(), name="api-realm-stop"),
-    path("realms/<str:realm_id>/msg", views.RealmMessageView.as_view(), name="api-realm-msg"),
+    path("realms/<str:realm_id>/events", realms.RealmEventsView.as_view(), name="api-realm-events"),
+    path("realms/<str:realm_id>/report", realms.RealmReportView.as_view(), name="api-realm-report"),
+    path("realms/<str:realm_id>/stop", realms.RealmStopView.as_view(), name="api-realm-stop"),
+    path("realms/<str:realm_id>/msg", realms.RealmMessageView.as_view(), name="api-realm-msg"),
+    path("realms/<str:realm_id>/rerun", realms.RealmRerunView.as_view(), name="api-realm-rerun"),
+    path(
+        "realms/<str:realm_id>/outputs",
+        outputs.RealmOutputsView.as_view(),
+        name="api-realm-outputs",
+    ),
+    path(
+        "realms/<str:realm_id>/outputs/<path:name>",
+        outputs.RealmOutputFileView.as_view(),
+        name="api-realm-output",
+    ),
+    path(
+        "realms/<str:realm_id>/machine",
+        machine.RealmMachineView.as_view(),
+        name="api-realm-machine",
+    ),
+    path("runs", runs.RunsView.as_view(), name="api-runs"),
     path("packages", packages.PackageListView.as_view(), name="api-packages"),
     path(
         "packages/import-zip", packages.PackageImportZipView.as_view(), name="api-packages-import"
     ),
+    path("packages/import", packages.PackageImportView.as_view(), name="api-packages-folder"),
+    path("packages/validate", packages.PackageValidateView.as_view(), name="api-packages-validate"),
     path("packages/<str:name>", packages.PackageDetailView.as_view(), name="api-package"),
     path(
         "packages/<str:name>/parameters",
@@ -32,5 +51,23 @@ urlpatterns = [
         "packages/<str:name>/export",
         packages.PackageExportView.as_view(),
         name="api-package-export",
+    ),
+    path("skills", skills.SkillListView.as_view(), name="api-skills"),
+    path("skills/import-zip", skills.SkillImportZipView.as_view(), name="api-skills-import-zip"),
+    path(
+        "skills/import-folder",
+        skills.SkillImportFolderView.as_view(),
+        name="api-skills-import-folder",
+    ),
+    path("skills/import-file", skills.SkillImportFileView.as_view(), name="api-skills-import-file"),
+    path("skills/<str:ref>", skills.SkillDeleteView.as_view(), name="api-skill-delete"),
+    path("skills/<str:source>/<str:ref>", skills.SkillDetailView.as_view(), name="api-skill"),
+    path(
+        "skills/<str:source>/<str:ref>/file", skills.SkillFileView.as_view(), name="api-skill-file"
+    ),
+    path(
+        "skills/<str:source>/<str:ref>/export",
+        skills.SkillExportView.as_view(),
+        name="api-skill-export",
     ),
 ]

@@ -98,6 +98,37 @@ class _Budget:
             raise PackageTreeError(f"{self.where}: more than {MAX_TOTAL_BYTES // (1024 * 1024)} MB")
 
 
+def check_path(name: str, *, where: str) -> str:
+    """A relative path inside a tree, normalised, or a located refusal."""
+    return _check_name(name, where)
+
+
+def check_tree(files: Mapping[str, bytes], *, where: str) -> dict[str, bytes]:
+    """A tree sent as a mapping (an API body, an upload), held to the same rules as a zip."""
+    budget = _Budget(where)
+    out: dict[str, bytes] = {}
+    for name, content in files.items():
+        path = _check_name(name, where)
+        if any(part in SKIPPED_DIRS for part in PurePosixPath(path).parts):
+            continue
+        budget.take(len(content))
+        if path in out:
+            raise PackageTreeError(f"{where}: {path}: appears twice")
+        out[path] = content
+    if not out:
+        raise PackageTreeError(f"{where}: holds no files")
+    _check_shape(out, where)
+    return out
+
+
+def strip_common_folder(files: dict[str, bytes]) -> tuple[str | None, dict[str, bytes]]:
+    """The single top-level folder holding everything (if any), and the tree inside it."""
+    tops = {name.split("/", 1)[0] for name in files}
+    if len(tops) == 1 and all("/" in name for name in files):
+        return next(iter(tops)), _strip_common_folder(files)
+    return None, files
+
+
 def read_folder(root: Path) -> dict[str, bytes]:
     """Every regular file under ``root``; symlinks and special files are refused."""
     where = str(root)

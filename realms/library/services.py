@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from realms.library import files as trees
+from realms.library.validation import locate
 from realms.models import Scenario, ScenarioFile
 from realms.packages import LoadResult, load_package
 
@@ -27,6 +28,30 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
 
 class LibraryError(Exception):
     """A library operation was refused; nothing was changed."""
+
+
+class NoSuchScenario(LibraryError):
+    """No scenario of that name is in the library."""
+
+
+class ScenarioExists(LibraryError):
+    """A new scenario was asked for under a name the library already holds."""
+
+
+class NotDeletable(LibraryError):
+    """Only user copies can be deleted; the name holds only a bundled example."""
+
+
+class InvalidPackage(LibraryError):
+    """The package does not load; ``errors`` and ``warnings`` are located (file, line, path)."""
+
+    def __init__(self, name: str, errors: list[dict[str, Any]], warnings: list[dict[str, Any]]):
+        count = len(errors)
+        super().__init__(
+            f"{name}: the package has {count} error{'s' if count != 1 else ''}; nothing was saved"
+        )
+        self.errors = errors
+        self.warnings = warnings
 
 
 def tree_sha256(files: Mapping[str, bytes]) -> str:
@@ -39,11 +64,25 @@ def tree_sha256(files: Mapping[str, bytes]) -> str:
     return digest.hexdigest()
 
 
-def validate_tree(files: Mapping[str, bytes]) -> tuple[dict[str, Any], str]:
-    """Load the tree as the loader would from disk; return the result and the title."""
+def _load_tree(files: Mapping[str, bytes]) -> LoadResult:
     with tempfile.TemporaryDirectory(prefix="bearpit-validate-") as tmp:
         root = trees.write_folder(files, Path(tmp) / "package")
-        result = load_package(root)
+        return load_package(root)
+
+
+def check_tree(files: Mapping[str, bytes]) -> dict[str, Any]:
+    """Validate a tree without keeping it: ``{ok, errors, warnings}``, each problem located."""
+    result = _load_tree(files)
+    return {
+        "ok": result.ok,
+        "errors": [locate(error, files) for error in result.errors],
+        "warnings": [locate(warning, files) for warning in result.warnings],
+    }
+
+
+def validate_tree(files: Mapping[str, bytes]) -> tuple[dict[str, Any], str]:
+    """Load the tree as the loader would from disk; return the result and the title."""
+    result = _load_tree(files)
     title = result.project.metadata.name if result.project is not None else ""
     validation = {
         "ok": result.ok,
@@ -87,6 +126,51 @@ def store_tree(
         for path, content in sorted(files.items())
     )
     return scenario
+
+
+def _require_valid(name: str, files: Mapping[str, bytes]) -> None:
+    checked = check_tree(files)
+    if not checked["ok"]:
+        raise InvalidPackage(name, checked["errors"], checked["warnings"])
+
+
+def tree_from_texts(files: Mapping[str, str], *, where: str) -> dict[str, bytes]:
+    """A tree sent as ``{path: text}``, checked like an archive's members."""
+    try:
+        return trees.check_tree(
+            {path: text.encode("utf-8") for path, text in files.items()}, where=where
+        )
+    except trees.PackageTreeError as exc:
+        raise LibraryError(str(exc)) from exc
+
+
+def create_scenario(name: str, files: Mapping[str, bytes], *, origin: str) -> Scenario:
+    """A new user scenario; refused when the name is taken or the package does not load."""
+    _check_name(name)
+    if Scenario.objects.filter(name=name).exists():
+        raise ScenarioExists(f"{name!r} is already in the library; save it with PUT instead")
+    _require_valid(name, files)
+    return store_tree(name, files, origin=origin)
+
+
+def clone_scenario(name: str, clone_of: str) -> Scenario:
+    return create_scenario(name, scenario_files(resolve(clone_of)), origin=f"clone of {clone_of}")
+
+
+def save_user_copy(name: str, files: Mapping[str, bytes]) -> Scenario:
+    """Save over the scenario the name means; always into the user's copy, never an example."""
+    resolve(name)
+    _require_valid(name, files)
+    return store_tree(name, files, origin="saved")
+
+
+def import_tree(files: Mapping[str, bytes], *, name: str, origin: str) -> Scenario:
+    """An uploaded folder, kept like an imported zip (an invalid one is kept, marked so)."""
+    try:
+        checked = trees.check_tree(files, where=origin)
+    except trees.PackageTreeError as exc:
+        raise LibraryError(str(exc)) from exc
+    return store_tree(name, checked, origin=origin)
 
 
 def import_folder(path: Path, *, name: str | None = None) -> Scenario:
@@ -173,7 +257,7 @@ def resolve(name: str) -> Scenario:
     candidates = {s.source: s for s in Scenario.objects.filter(name=name)}
     scenario = candidates.get(Scenario.Source.USER) or candidates.get(Scenario.Source.EXAMPLE)
     if scenario is None:
-        raise LibraryError(f"no scenario named {name!r} in the library")
+        raise NoSuchScenario(f"no scenario named {name!r} in the library")
     return scenario
 
 
@@ -188,6 +272,10 @@ def list_scenarios() -> list[Scenario]:
 
 @transaction.atomic
 def delete_user_copy(name: str) -> None:
+    """Delete the user's copy; an example it shadowed shows again."""
     deleted, _ = Scenario.objects.filter(name=name, source=Scenario.Source.USER).delete()
-    if not deleted:
-        raise LibraryError(f"no user copy of {name!r} to delete (examples cannot be deleted)")
+    if deleted:
+        return
+    if Scenario.objects.filter(name=name, source=Scenario.Source.EXAMPLE).exists():
+        raise NotDeletable(f"{name!r} is a bundled example; examples cannot be deleted")
+    raise NoSuchScenario(f"no scenario named {name!r} in the library")

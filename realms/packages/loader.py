@@ -36,6 +36,8 @@ from realms.packages.schema.agent import AgentManifest, looks_like_secret
 from realms.packages.schema.project import Project, ProjectManifest
 from realms.packages.tools import canonical_tool_name
 from realms.packages.translate import translate
+from realms.skills.skillfile import SkillFileError, check_ref
+from realms.skills.user import user_root
 
 log = logging.getLogger(__name__)
 
@@ -415,9 +417,17 @@ class _Loader:
     ) -> dict[str, str]:
         out: dict[str, str] = {}
         for index, skill in enumerate(agent.skills):
-            if skill.source != "local":
+            if skill.source not in ("local", "user"):
                 continue
             where = source.at("skills", index, "ref")
+            if skill.ref in out:
+                self.error(problem(source.file, where, f"skill {skill.ref!r} is named twice"))
+                continue
+            if skill.source == "user":
+                text = self.user_skill(skill.ref, source.file, where)
+                if text:
+                    out[skill.ref] = text
+                continue
             ref = PurePosixPath(skill.ref)
             if ref.is_absolute() or ".." in ref.parts or "\\" in skill.ref:
                 self.error(
@@ -451,6 +461,24 @@ class _Loader:
             elif text:
                 out[skill.ref] = text
         return out
+
+    def user_skill(self, ref: str, file: str, where: str) -> str | None:
+        """A skill of the operator's library, copied in so the realm keeps what it was given."""
+        try:
+            check_ref(ref)
+        except SkillFileError as exc:
+            self.error(problem(file, where, str(exc)))
+            return None
+        root = user_root()
+        path = root / ref / "SKILL.md"
+        if not (path.exists() or path.is_symlink()):
+            self.error(expected(file, where, "a skill in the skills library", ref))
+            return None
+        try:
+            return read_text(path, root)
+        except FileProblem as exc:
+            self.error(problem(file, where, f"skills library {ref}/SKILL.md {exc}"))
+            return None
 
     # -- package-level files -----------------------------------------------------------------
     def project_skills(self) -> dict[str, str]:

@@ -237,7 +237,7 @@ def _agent_rules(
                 expected(
                     file,
                     src.at("skills", index, "source"),
-                    "builtin or local (gh is not implemented)",
+                    "builtin, local or user (gh is not implemented)",
                     "gh",
                 )
             )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from realms.plan import PlanAgent, RealmPlan
+from realms.skills import builtin as builtin_skills
 from runtime.birth import (
     BirthConfig,
     BusSettings,
@@ -26,38 +27,16 @@ STATE_DIR = f"{SANDBOX_HOME}/.bearpit"
 TRACE_FILE = "trace.jsonl"
 
 
-# Short working knowledge seeded by role (``agent-basics`` / ``referee-basics``) and the
-# opt-in library skills. Scenario-local skills are appended after these.
-BUILTIN_SKILLS: dict[str, str] = {
-    "agent-basics": (
-        "Everything that changes the game happens through a tool call; what you write in chat "
-        "is only talk. Do your tool work first, then post. When you are not addressed and have "
-        "nothing to add, end with an empty reply. Keep notes with remember/recall when the "
-        "conversation gets long."
-    ),
-    "referee-basics": (
-        "You referee: you never play, vote, bid or argue. Establish facts with your tools "
-        "(reveal, tally, scoreboard), record outcomes with score, penalize, flag and "
-        "eliminate, and end the game with rule when it is decided. In a turns realm you get "
-        "one post per round and posting reopens the floor, so finish all tool work first."
-    ),
-    "competitor": "Play to win within the rules; keep your private information private.",
-    "collaborator": "Work with the others toward the shared goal; say plainly what you did.",
-    "referee-scorekeeper": "Score every round as soon as it is resolved, with a short reason.",
-    "referee-progress": "Keep the game moving: name who must act next and what is missing.",
-    "social-deduction": "Reason from what others did, not only from what they say.",
-    "referee-social-deduction": "Keep hidden roles hidden; resolve night actions by tool.",
-}
-
-
 def _skills(agent: PlanAgent, realm_plan: RealmPlan) -> list[Skill]:
+    # The role's built-in skill first, then the agent's own in the order it lists them
+    # (user skills were copied into local_skills by the loader), then the package's.
     role_skill = agent.role_skill
-    out = [Skill(name=role_skill, text=BUILTIN_SKILLS[role_skill])]
+    out = [Skill(name=role_skill, text=builtin_skills.text(role_skill))]
     for ref in agent.skills:
         source, name = ref.source, ref.ref
-        if source == "builtin" and name != role_skill and name in BUILTIN_SKILLS:
-            out.append(Skill(name=name, text=BUILTIN_SKILLS[name]))
-        elif source == "local":
+        if source == "builtin" and name != role_skill and name in builtin_skills.names():
+            out.append(Skill(name=name, text=builtin_skills.text(name)))
+        elif source in ("local", "user"):
             text = agent.local_skills.get(name)
             if text:
                 out.append(Skill(name=name, text=text))

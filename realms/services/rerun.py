@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from realms.models import Realm
@@ -18,12 +19,13 @@ def rerun_realm(
     new_realm_id: str | None = None,
     provider: str | None = None,
     allow_provider_fallback: bool = False,
+    package: Path | None = None,
 ) -> Realm:
     """A new pending realm from an earlier one.
 
     ``snapshot`` replays the bound project stored at launch (same prose, same parameter
     values); ``latest`` reloads the package from disk with the same parameter values and
-    today's settings.
+    today's settings (from ``package`` when given: the library's current copy).
     """
     old = Realm.objects.filter(realm_id=realm_id).first()
     if old is None:
@@ -39,9 +41,9 @@ def rerun_realm(
         allow_provider_fallback=allow_provider_fallback,
     )
     if mode == "latest":
-        if not old.package_path:
+        if package is None and not old.package_path:
             raise LaunchError([f"realm {realm_id!r} has no package path to reload"])
-        return launch_realm(old.package_path, options)
+        return launch_realm(package or old.package_path, options)
     if not old.project:
         raise LaunchError([f"realm {realm_id!r} has no stored snapshot"])
     return launch_snapshot(old.project, options, package=old.package_path, parameters=params)

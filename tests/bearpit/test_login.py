@@ -43,8 +43,9 @@ def test_the_bootstrap_url_starts_a_strict_httponly_session_and_drops_the_token(
     assert operator.is_superuser and operator.is_staff
     assert not operator.has_usable_password()
     landed = browser.get(response["Location"])
-    assert landed.status_code == 302
-    assert landed["Location"] == "/admin/"
+    assert response["Location"] == "/"
+    assert landed.status_code == 200
+    assert b"Bearpit" in landed.content and b"Sign in" not in landed.content
 
 
 def test_the_session_opens_the_admin_and_the_api(browser):
@@ -69,9 +70,9 @@ def test_a_wrong_token_starts_no_session(browser):
 
 def test_home_tells_an_anonymous_visitor_how_to_log_in(browser):
     response = browser.get("/")
-    assert response.status_code == 200
+    assert response.status_code == 403
     page = response.content.decode()
-    assert "pit serve" in page and "/login?token=" in page
+    assert "pit serve" in page and "--print-url" in page and "/login?token=" in page
     assert TOKEN not in page
 
 

@@ -2,13 +2,15 @@
 
 It starts what ``pit_up`` starts, serves the platform's app on ``--host``/``--port`` for a
 browser and for scripts, and does a worker's part in the background: it recovers the
-realms a previous run left live, then ticks every running realm. It prints the URL that
-logs the operator in, then a line per phase, until Ctrl-C or SIGTERM.
+realms a previous run left live, provisions each realm ``POST /api/realms`` launches, and
+ticks every running realm. It prints the URL that logs the operator in, then a line per
+phase, until Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import signal
 import threading
 from collections.abc import Callable
@@ -26,6 +28,8 @@ from realms.management.foreground import ForegroundCommand
 from realms.management.quiet import quiet_logs
 from realms.models import Realm
 from realms.preflight import port_in_use
+from realms.services.provision import bring_up_realm
+from realms.services.queue import close_local_worker, open_local_worker, pending_realm_ids
 from realms.services.recovery import recover_realms
 from realms.warden.watch import finish_concluding, tick_realm
 
@@ -110,6 +114,56 @@ class Ticker:
             self._thread.join(timeout_s)
 
 
+class Provisioner:
+    """The worker's other half: provisions, in a thread of its own, each realm the API
+    launched in this process (what the ``realms.provision`` task does behind a broker).
+
+    Provisioning takes many seconds; on its own thread it never holds up the Ticker, so
+    realms already running keep their beat. A realm still pending when it stops is picked
+    up at the next start; the API refuses to launch once the hand-off is closed."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self._say = say
+        self._stop = threading.Event()
+        self._inbox = open_local_worker()
+        self._thread = threading.Thread(target=self._run, name="realm-provisioner", daemon=True)
+
+    def start(self) -> Provisioner:
+        # Realms the API launched before the last stop, never provisioned: theirs now.
+        for realm_id in pending_realm_ids():
+            self._inbox.put(realm_id)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    realm_id = self._inbox.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                close_old_connections()
+                self._provision(realm_id)
+        finally:
+            connections.close_all()
+
+    def _provision(self, realm_id: str) -> None:
+        self._say(f"provision: {realm_id} (launched through the API)")
+        try:
+            state = bring_up_realm(realm_id)
+        except Exception:
+            log.exception("provisioning %s failed", realm_id)
+            return
+        if state is not None:
+            self._say(f"{state}: {realm_id}")
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        close_local_worker()
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+
 class Command(ForegroundCommand):
     help = (
         "Serve the platform for the operator: start the embedded platform, serve the web "
@@ -160,6 +214,7 @@ class Command(ForegroundCommand):
         platform = EmbeddedPlatform(self.say)
         server: PlatformServer | None = None
         ticker: Ticker | None = None
+        provisioner: Provisioner | None = None
         try:
             self.say("start: database, homeserver, gateway, realmtools")
             if not self.start_platform(platform):
@@ -174,6 +229,7 @@ class Command(ForegroundCommand):
             except RuntimeError as exc:
                 raise CommandError(str(exc).splitlines()[0]) from exc
             ticker = Ticker(settings.BEARPIT_TICK_SECONDS, self.say).start()
+            provisioner = Provisioner(self.say).start()
             shown = url_host(host)
             self.say(f"serve: http://{shown}:{server.port}/ (the admin /admin/, the API /api/)")
             if not validate_host(shown, settings.ALLOWED_HOSTS):
@@ -183,6 +239,8 @@ class Command(ForegroundCommand):
                 pass
             self.say("stopping: realms still running are left for the next start to recover")
         finally:
+            if provisioner is not None:
+                provisioner.stop()
             if ticker is not None:
                 ticker.stop()
             if server is not None:

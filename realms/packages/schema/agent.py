@@ -16,19 +16,12 @@ from realms.packages.schema.common import (
     Strict,
     ToolName,
 )
+from realms.skills import builtin as builtin_skills
 
 ON_EXHAUSTED = ("starve", "starve_then_kill", "kill")
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
-BUILTIN_SKILLS = (
-    "agent-basics",
-    "referee-basics",
-    "competitor",
-    "collaborator",
-    "referee-scorekeeper",
-    "referee-progress",
-    "social-deduction",
-    "referee-social-deduction",
-)
+# The names of the skills shipped in realms/skills/builtin/.
+BUILTIN_SKILLS = builtin_skills.names()
 # Prefixes of real provider credentials; a key handle never looks like one.
 SECRET_PREFIXES = ("sk-", "sk_", "akia", "asia", "agpa", "ghp_", "gho_", "xoxb-", "aiza")
 
@@ -76,9 +69,10 @@ class Budget(Strict):
 
 
 class SkillRef(Strict):
-    """A skill to seed: a built-in library skill or a local ``skills/<ref>/SKILL.md``."""
+    """A skill to seed: a built-in skill, a local ``skills/<ref>/SKILL.md``, or one of the
+    operator's own skills in the skills library (``user``)."""
 
-    source: Literal["builtin", "local", "gh"]
+    source: Literal["builtin", "local", "user", "gh"]
     ref: str = Field(min_length=1, max_length=200)
 
 

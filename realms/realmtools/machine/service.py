@@ -333,3 +333,51 @@ def current_state(realm_id: str) -> tuple[str, bool] | None:
     if loaded is None:
         return None
     return loaded.state.state, loaded.state.state in loaded.machine.definition.terminal
+
+
+class UnknownSeat(ValueError):
+    """The seat named is not in the machine's roster."""
+
+
+def _seat_view(machine: Machine, state: MachineState, seat: str) -> dict[str, Any]:
+    return {
+        "state": state.state,
+        "terminal": state.state in machine.definition.terminal,
+        "actor": state.actor,
+        "data": machine.visible_data(state, seat),
+    }
+
+
+def seat_history(realm_id: str, seat: str) -> dict[str, Any] | None:
+    """The machine step by step as ``seat`` saw it: the view before and after each step,
+    with the log entry the seat may read. A step that showed the seat nothing (a hidden
+    write, logged for the referee only) is left out. None for a realm with no machine."""
+    machine_event = Event.objects.filter(realm_id=realm_id, kind=Kind.MACHINE).last()
+    if machine_event is None:
+        return None
+    machine = _machine_from(machine_event)
+    if seat not in machine.roster:
+        raise UnknownSeat(
+            f"{seat!r} is not a seat of this machine; seats: {', '.join(machine.roster)}"
+        )
+    state = machine.initial_state()
+    initial = _seat_view(machine, state, seat)
+    steps: list[dict[str, Any]] = []
+    games = Event.objects.filter(realm_id=realm_id, kind=Kind.GAME, pk__gt=machine_event.pk)
+    for event in games.order_by("id").iterator():
+        before = _seat_view(machine, state, seat)
+        p = event.payload
+        if p.get("op") == "act":
+            machine.replay_act(
+                state, p["transition"], p["caller"], p.get("args") or {}, event.ts_ms
+            )
+        elif p.get("op") == "set":
+            machine.apply_set(state, p["key"], p.get("value"), p.get("owner"))
+        after = _seat_view(machine, state, seat)
+        entry = _log_entry(machine, event, seat)
+        if entry is None and before == after:
+            continue
+        steps.append(
+            {"id": event.pk, "ts": event.ts_ms, "entry": entry, "before": before, "after": after}
+        )
+    return {"initial": initial, "steps": steps, "current": _seat_view(machine, state, seat)}

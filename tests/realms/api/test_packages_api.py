@@ -97,7 +97,9 @@ def test_a_broken_upload_is_refused_and_changes_nothing(client):
 def test_unknown_names_and_deleting_examples(client):
     client.get("/api/packages", **auth())
     assert client.get("/api/packages/ghost", **auth()).status_code == 404
-    assert client.delete("/api/packages/toolcheck", **auth()).status_code == 404
+    refused = client.delete("/api/packages/toolcheck", **auth())
+    assert refused.status_code == 409
+    assert "examples cannot be deleted" in refused.json()["error"]
     assert Scenario.objects.filter(name="toolcheck", source="example").exists()
 
 

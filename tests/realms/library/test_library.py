@@ -134,7 +134,7 @@ def test_a_user_copy_shadows_the_example(tmp_path: Path):
 
     services.delete_user_copy("tiny")
     assert services.resolve("tiny").title == "Example tiny"
-    with pytest.raises(services.LibraryError, match="no user copy"):
+    with pytest.raises(services.LibraryError, match="examples cannot be deleted"):
         services.delete_user_copy("tiny")
     with pytest.raises(services.LibraryError, match="no scenario named 'nope'"):
         services.resolve("nope")

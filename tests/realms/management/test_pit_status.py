@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from django.core.management import CommandError
 
 from tests.fixtures.realms import build_realm
 
 from .cli import REALM, build, run
 
-pytestmark = [pytest.mark.timeout(30), pytest.mark.django_db]
-
-
-@pytest.fixture(autouse=True)
-def _home(settings, tmp_path):
-    settings.BEARPIT_HOME = tmp_path / "home"
-
-
-def test_an_unknown_realm_is_a_clear_error():
-    with pytest.raises(CommandError, match="'ghost-000000': no such realm"):
-        run("pit_status", "ghost-000000")
+pytestmark = [pytest.mark.timeout(30), pytest.mark.django_db, pytest.mark.usefixtures("cli_home")]
 
 
 def test_status_shows_state_events_and_spend():

@@ -144,23 +144,26 @@ AGENT_CASES = [
         "gh skills are rejected",
         None,
         agents_with(skills=[{"source": "gh", "ref": "gh://org/repo@v1"}]),
-        [f'{PING}: skills[0].source: expected builtin or local (gh is not implemented); got "gh"'],
+        [
+            f"{PING}: skills[0].source: expected builtin, local or user "
+            '(gh is not implemented); got "gh"'
+        ],
     ),
     (
         "unknown builtin skill",
         None,
         agents_with(skills=[{"source": "builtin", "ref": "chess-master"}]),
         [
-            f"{PING}: skills[0].ref: expected a built-in skill (agent-basics, referee-basics, "
-            "competitor, collaborator, referee-scorekeeper, referee-progress, social-deduction, "
-            'referee-social-deduction); got "chess-master"'
+            f"{PING}: skills[0].ref: expected a built-in skill (agent-basics, collaborator, "
+            "competitor, referee-basics, referee-progress, referee-scorekeeper, "
+            'referee-social-deduction, social-deduction); got "chess-master"'
         ],
     ),
     (
         "skill source enum",
         None,
         agents_with(skills=[{"source": "web", "ref": "x"}]),
-        [f'{PING}: skills[0].source: expected one of builtin, local, gh; got "web"'],
+        [f'{PING}: skills[0].source: expected one of builtin, local, user, gh; got "web"'],
     ),
     (
         "secret-shaped key handle",

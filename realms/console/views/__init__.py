@@ -1,0 +1,1 @@
+"""Console pages, a module per page."""
