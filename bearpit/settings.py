@@ -274,7 +274,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Bearpit API",
     "DESCRIPTION": "The control plane of a Bearpit installation. Every route needs the "
-    "operator: Authorization: Bearer <token>, or the browser session /login starts.",
+    "operator: the operator token in an `Authorization: Bearer` header, or the browser "
+    "session that `/login?token=…` starts.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",

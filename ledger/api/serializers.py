@@ -61,26 +61,40 @@ class StrictSerializerSchema(OpenApiSerializerExtension):  # type: ignore[no-unt
         return schema
 
 
+class TextField(serializers.CharField):
+    """A JSON string: a number is not quietly turned into one."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
+class NumberField(serializers.FloatField):
+    """A JSON number: ``true`` is not 1, and ``"1e-6"`` is not a number."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return float(super().to_internal_value(data))
+
+
 # Requests.
 
 
 class ProviderChoiceSerializer(StrictSerializer):
     """The profile every launch resolves tiers against from now on."""
 
-    model_provider = serializers.CharField(max_length=60)
+    model_provider = TextField(max_length=60)
 
 
 class ProviderTierEditSerializer(StrictSerializer):
     """A tier as it will be stored: fields left out are stored empty."""
 
-    model = serializers.CharField(max_length=200)
+    model = TextField(max_length=200)
     effort = serializers.ChoiceField(choices=EFFORTS, allow_null=True, required=False)
-    input_cost_per_token = serializers.FloatField(
-        allow_null=True, required=False, min_value=0, max_value=1
-    )
-    output_cost_per_token = serializers.FloatField(
-        allow_null=True, required=False, min_value=0, max_value=1
-    )
+    input_cost_per_token = NumberField(allow_null=True, required=False, min_value=0, max_value=1)
+    output_cost_per_token = NumberField(allow_null=True, required=False, min_value=0, max_value=1)
     context_length = serializers.IntegerField(
         allow_null=True, required=False, min_value=1, max_value=_MAX_CONTEXT
     )

@@ -24,7 +24,9 @@ _AS = OpenApiParameter("as", str, required=True, description="the seat (an agent
 class RealmMachineView(OperatorAPIView):
     """The realm's state machine, step by step, as one seat saw it."""
 
-    @extend_schema(parameters=[_AS], responses={200: s.MachineHistory, 400: s.Error, 404: s.Error})
+    @extend_schema(
+        parameters=[_AS], responses={200: s.MachineHistory, 400: s.Problems, 404: s.Error}
+    )
     def get(self, request: Request, realm_id: str) -> Response:
         known(realm_id)
         seat = parse_query(s.MachineQuery, request.query_params)["as"]

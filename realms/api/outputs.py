@@ -109,7 +109,7 @@ class RealmOutputFileView(OperatorAPIView):
         operation_id="realm_output_download",
         responses={
             (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY),
-            400: s.Error,
+            400: s.Problems,
             404: s.Error,
         },
     )

@@ -36,7 +36,7 @@ _LIMIT = OpenApiParameter(
 )
 _KIND = OpenApiParameter("kind", str, description="only events of this kind")
 _REFUSALS = {
-    400: s.LaunchRefused,
+    400: s.Problems,
     404: s.Error,
     409: s.Error,
     429: s.Error,
@@ -210,7 +210,7 @@ class RealmMessageView(OperatorAPIView):
 
     @extend_schema(
         request=s.MessageRequest,
-        responses={200: s.Delivered, 400: s.Error, 404: s.Error, 503: s.NotDelivered},
+        responses={200: s.Delivered, 400: s.Problems, 404: s.Error, 503: s.NotDelivered},
     )
     def post(self, request: Request, realm_id: str) -> Response:
         known(realm_id)

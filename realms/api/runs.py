@@ -15,7 +15,7 @@ from realms.api.status import run_history
 class RunsView(OperatorAPIView):
     """The run history, newest first."""
 
-    @extend_schema(parameters=[s.RunsQuery], responses={200: s.Runs, 400: s.Error})
+    @extend_schema(parameters=[s.RunsQuery], responses={200: s.Runs, 400: s.Problems})
     def get(self, request: Request) -> Response:
         query = parse_query(s.RunsQuery, request.query_params)
         return Response(run_history(scenario=query.get("scenario") or None, limit=query["limit"]))

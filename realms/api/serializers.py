@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
@@ -160,10 +162,12 @@ class Error(serializers.Serializer):  # type: ignore[type-arg]
     error = serializers.CharField()
 
 
-class LaunchRefused(Error):
-    problems = serializers.ListField(child=serializers.CharField())
-    missing = serializers.ListField(child=serializers.DictField())
-    elevated = serializers.ListField(child=serializers.CharField(), required=False)
+# A 400 names the fields at fault ({field: message}), or is a refused launch
+# ({error, problems, missing}): an object either way.
+Problems = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="each field at fault with its message, or {error, problems, missing, elevated}",
+)
 
 
 class RealmRow(serializers.Serializer):  # type: ignore[type-arg]
@@ -199,14 +203,14 @@ Tokens._declared_fields["in"] = serializers.IntegerField()
 class RealmStatus(serializers.Serializer):  # type: ignore[type-arg]
     realm_id = serializers.CharField()
     state = serializers.CharField()
-    outcome = serializers.CharField(allow_null=True)
+    outcome = serializers.JSONField(allow_null=True)
     conclusion = serializers.DictField(allow_null=True)
     config = serializers.DictField()
     spend = serializers.DictField(child=serializers.FloatField())
     total_spend = serializers.FloatField()
     tokens = serializers.DictField(child=Tokens())
     total_tokens = serializers.IntegerField()
-    scores = serializers.DictField(child=serializers.FloatField())
+    scores = serializers.DictField(help_text="the verdict's scoreboard, else the ledger's")
     score_ledger = serializers.DictField(child=serializers.FloatField())
     score_discrepancy = serializers.BooleanField()
     violations = serializers.ListField(child=serializers.DictField())
@@ -297,7 +301,7 @@ class RunRow(serializers.Serializer):  # type: ignore[type-arg]
     realm_id = serializers.CharField()
     scenario = serializers.CharField()
     state = serializers.CharField()
-    outcome = serializers.CharField(allow_null=True)
+    outcome = serializers.JSONField(allow_null=True)
     spend = serializers.FloatField()
     duration_s = serializers.FloatField(allow_null=True)
     updated = serializers.DateTimeField()

@@ -242,5 +242,8 @@ def run_history(*, scenario: str | None, limit: int) -> dict[str, Any]:
     return {
         "runs": runs,
         "capacity": settings.BEARPIT_MAX_ACTIVE_REALMS,
-        "active": Realm.objects.exclude(state__in=Realm.TERMINAL_STATES).count(),
+        # As the realm list counts: what something still drives, of every realm.
+        "active": sum(
+            is_active(r, now=now) for r in _rows().exclude(state__in=Realm.TERMINAL_STATES)
+        ),
     }

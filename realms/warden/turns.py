@@ -67,6 +67,17 @@ def collapse(body: str, limit: int = HISTORY_CLIP) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# An @ that starts a handle (not one inside an address such as a@b.example).
+_HANDLE_AT = re.compile(r"(?<![\w-])@(?=\w)")
+
+
+def quote(who: str, text: str) -> str:
+    """One quoted line of a grant or a cue. The runtime treats any ``@id`` or Matrix id in
+    a body as a mention, so a quoted handle would deliver the grant to the agent it names
+    too, waking it out of turn on every later grant; quotes keep the names without the @."""
+    return f"[{who}] {_HANDLE_AT.sub('', text)}"
+
+
 @dataclass
 class TurnConfig:
     participants: list[str]
@@ -283,7 +294,7 @@ class TurnManager:
         lines = [f"@{agent} — it is your turn (round {s.round})."]
         if s.history:
             lines.append("Conversation so far:")
-            lines.extend(f"[{who}] {text}" for who, text in s.history)
+            lines.extend(quote(who, text) for who, text in s.history)
         lines.append(
             "Do any tool work your turn needs first (tool calls are free and never end "
             "your turn), then post ONE message: posting passes the floor."
@@ -336,7 +347,7 @@ class TurnManager:
                 "tools, or let another round run.",
                 "This round's messages:",
             ]
-            lines.extend([f"[{who}] {text}" for who, text in messages] or ["(none)"])
+            lines.extend([quote(who, text) for who, text in messages] or ["(none)"])
             actions.append(Post("\n".join(lines), (referee,)))
         return actions + self._grant_from(0, now)
 
@@ -364,7 +375,7 @@ class TurnManager:
                 "This round's messages:",
             ]
             if messages:
-                lines.extend(f"[{who}] {text}" for who, text in messages)
+                lines.extend(quote(who, text) for who, text in messages)
             else:
                 lines.append("(none)")
             lines.append(

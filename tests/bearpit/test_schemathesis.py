@@ -25,6 +25,9 @@ from schemathesis.schemas import BaseSchema
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
 
 from bearpit.wsgi import application
+from chronicle.kinds import Kind
+from chronicle.services import record_event
+from realms.library import services as library
 from realms.models import Realm
 
 TOKEN = "test-operator-token-schemathesis-0123456789"
@@ -87,4 +90,32 @@ def test_no_generated_request_is_a_server_error(api_schema):
             except (Exception, BaseExceptionGroup) as exc:  # schemathesis reports a group
                 failures.append(f"{operation.label} ({mode}): {exc}")
     assert not Realm.objects.exclude(state=Realm.State.PENDING).exists()
+    assert failures == [], "\n\n".join(failures)
+
+
+# Generated path parameters name things that are not there (404). These name things that
+# are, so the answers for a real realm and a real package are checked against the
+# schema too.
+_KNOWN = {"realm_id": "r-schema", "name": "toolcheck"}
+
+
+def test_answers_about_things_that_exist_have_the_documented_shape(api_schema, realm_builder):
+    realm_builder("r-schema", state=Realm.State.RUNNING)
+    record_event("r-schema", Kind.LIFECYCLE, {"event": "running"})
+    library.sync_examples()
+    checked, failures = [], []
+    for operation in (result.ok() for result in api_schema.get_all_operations()):
+        names = {p.name for p in operation.path_parameters}
+        if operation.method.upper() != "GET" or not names or not names <= set(_KNOWN):
+            continue
+        case = operation.Case(path_parameters={n: _KNOWN[n] for n in names})
+        try:
+            response = case.call_and_validate(headers=AUTH, checks=_CHECKS)
+        except (Exception, BaseExceptionGroup) as exc:
+            failures.append(f"{operation.label}: {exc}")
+            continue
+        if response.status_code != 200:
+            failures.append(f"{operation.label}: {response.status_code} {response.text[:200]}")
+        checked.append(operation.label)
+    assert "GET /api/realms/{realm_id}" in checked and "GET /api/packages/{name}" in checked
     assert failures == [], "\n\n".join(failures)

@@ -175,7 +175,11 @@ class Command(ForegroundCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--host", default="127.0.0.1", help="address to serve on")
+        parser.add_argument(
+            "--host",
+            default="127.0.0.1",
+            help="address to serve on (0.0.0.0 or :: for every address; :: takes IPv4 too)",
+        )
         parser.add_argument("--port", type=int, default=8000, help="port to serve on")
         parser.add_argument("--print-url", action="store_true", help="print the login URL and exit")
 

@@ -4,6 +4,9 @@ change nothing."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from ledger.models import LedgerSetting, ProviderProfile
@@ -98,6 +101,9 @@ def test_tools_are_not_ready_without_the_realmtools_server(client, settings):
 def test_tools_are_ready_with_the_server_and_run_code_needs_the_sandbox(
     client, settings, monkeypatch, tmp_path
 ):
+    # A home with a short path: a Unix socket's path has room for 107 bytes only.
+    home = tempfile.TemporaryDirectory(prefix="bp-")
+    settings.BEARPIT_HOME = Path(home.name)
     server = RealmtoolsServer(uds_path=default_socket_path())
     server.start()
     try:
@@ -110,6 +116,7 @@ def test_tools_are_ready_with_the_server_and_run_code_needs_the_sandbox(
         page = get_settings(client)
     finally:
         server.stop()
+        home.cleanup()
     tools = {t["name"]: t for t in page["tools"]}
     assert tools["run_code"]["ready"] is False
     assert "bwrap not found" in tools["run_code"]["reason"]
@@ -152,6 +159,7 @@ def test_switching_the_provider_is_stored_and_shown(client):
         ({"model_provider": "nope"}, "model_provider"),
         ({}, "model_provider"),
         ({"model_provider": "anthropic", "extra": 1}, "extra"),
+        ({"model_provider": 5}, "model_provider"),
         ({"model_provider": 7 * "x" * 20}, "model_provider"),
         (["anthropic"], "non_field_errors"),
     ],
@@ -222,6 +230,15 @@ def _tier(**over):
         ),
         ({"azure": {"categories": {"small": _tier(effort="extreme")}}}, "effort"),
         ({"azure": {"categories": {"small": _tier(context_length=0)}}}, "context_length"),
+        (
+            {"azure": {"categories": {"small": _tier(input_cost_per_token=True)}}},
+            "input_cost_per_token",
+        ),
+        (
+            {"azure": {"categories": {"small": _tier(input_cost_per_token="1e-6")}}},
+            "input_cost_per_token",
+        ),
+        ({"azure": {"categories": {"small": _tier(model=5)}}}, "model"),
         ({"azure": {"categories": {"small": _tier(temperature=1)}}}, "temperature"),
         ({"azure": {"categories": {"small": {"effort": "low"}}}}, "model"),
         ({"azure": {"categories": {"small": _tier(model="")}}}, "model"),

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import queue
 from collections.abc import Iterator
+from typing import Any
 
+import jsonschema
 import pytest
+from drf_spectacular.generators import SchemaGenerator
 
 from realms.services.queue import close_local_worker, open_local_worker
 
@@ -50,3 +53,31 @@ def drained(inbox: queue.Queue[str]) -> list[str]:
     while not inbox.empty():
         out.append(inbox.get_nowait())
     return out
+
+
+def _json_schema(node: Any) -> Any:
+    """OpenAPI 3.0's ``nullable`` as JSON Schema's null type."""
+    if isinstance(node, list):
+        return [_json_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _json_schema(v) for k, v in node.items() if k != "nullable"}
+    if node.get("nullable"):
+        if "type" in out:
+            out["type"] = [out["type"], "null"]
+        elif "$ref" in out or "allOf" in out or "oneOf" in out:
+            out = {"anyOf": [out, {"type": "null"}]}
+    return out
+
+
+@pytest.fixture(scope="session")
+def openapi() -> dict[str, Any]:
+    schema: dict[str, Any] = _json_schema(SchemaGenerator().get_schema(request=None, public=True))
+    return schema
+
+
+def check_answer(openapi, path: str, method: str, status: int, body: Any) -> None:
+    operation = openapi["paths"][path][method]
+    content = operation["responses"][str(status)]["content"]["application/json"]
+    schema = {**content["schema"], "components": openapi["components"]}
+    jsonschema.validate(body, schema)

@@ -15,6 +15,8 @@ from realms.realmtools.machine import service
 from tests.fixtures.realms import build_realm
 from tests.realms.realmtools.machines import AUCTION
 
+from .conftest import check_answer
+
 pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
 
 REALM = "auction-abc123"
@@ -48,10 +50,13 @@ def auction() -> Realm:
     return realm
 
 
-def test_a_seat_sees_each_step_before_and_after_never_the_hidden_state(routes_api, auction):
+def test_a_seat_sees_each_step_before_and_after_never_the_hidden_state(
+    routes_api, auction, openapi
+):
     response = routes_api.get(f"/api/realms/{REALM}/machine?as=orin")
     assert response.status_code == 200, response.content
     body = response.json()
+    check_answer(openapi, "/api/realms/{realm_id}/machine", "get", 200, body)
     assert (body["realm_id"], body["seat"]) == (REALM, "orin")
     assert body["initial"]["state"] == "open"
     text = json.dumps(body)

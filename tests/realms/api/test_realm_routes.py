@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from chronicle.kinds import Kind
 from chronicle.models import Event
@@ -15,7 +17,7 @@ from realms.models import Realm
 from tests.chronicle.realmkit import event
 from tests.fixtures.realms import build_realm, write_package
 
-from .conftest import drained
+from .conftest import check_answer, drained
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.django_db]
 
@@ -240,10 +242,11 @@ def _outputs(tmp_path: Path, realm_id: str) -> Path:
     return root
 
 
-def test_outputs_are_listed_with_size_digest_and_url(routes_api, tmp_path):
+def test_outputs_are_listed_with_size_digest_and_url(routes_api, tmp_path, openapi):
     build_realm("out-abc123", state=Realm.State.ARCHIVED)
     _outputs(tmp_path, "out-abc123")
     body = routes_api.get("/api/realms/out-abc123/outputs").json()
+    check_answer(openapi, "/api/realms/{realm_id}/outputs", "get", 200, body)
     assert body["realm_id"] == "out-abc123"
     assert body["outputs"] == [
         {
@@ -327,6 +330,13 @@ def test_runs_newest_first_with_outcome_spend_and_duration(routes_api):
     assert first["state"] == "running" and first["duration_s"] >= 0
     assert body["runs"][2]["outcome"] == "alice"
     assert body["active"] == 2 and body["capacity"] >= 1
+
+    lapsed = timezone.now() - dt.timedelta(hours=1)  # the worker that held it is gone
+    build_realm("d-abc123", name="Gamma", state=Realm.State.RUNNING, claimed_until=lapsed)
+    body = routes_api.get("/api/runs").json()
+    assert body["runs"][0]["realm_id"] == "d-abc123"
+    assert body["runs"][0]["active"] is False
+    assert body["active"] == 2
 
     alpha = routes_api.get("/api/runs?scenario=Alpha&limit=1").json()["runs"]
     assert [r["realm_id"] for r in alpha] == ["c-abc123"]

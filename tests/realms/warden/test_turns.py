@@ -17,6 +17,7 @@ from realms.warden.turns import (
     TurnState,
     is_substantive,
 )
+from runtime.bus import mentions
 
 
 def events(actions: list[Action]) -> list[dict[str, Any]]:
@@ -212,3 +213,32 @@ def test_a_platform_removal_never_resolves_the_referees_boundary() -> None:
     assert tm.state.awaiting == "round" and events(wrap)[0]["order"] == ["pong"]
     assert tm.remove("pong", 4, by="platform")[-1] == OpenFloor()
     assert tm.state.floor_open and tm.state.awaiting is None
+
+
+def test_quoted_messages_wake_only_the_agent_addressed() -> None:
+    """A grant or a cue quotes earlier messages; an @handle in a quote must not make the
+    runtime deliver that grant to the agent quoted (it would wake out of turn, each turn)."""
+    mxid = "@bp_r=luz:bearpit.local"
+    tm = TurnManager.create(
+        TurnConfig(participants=["ines", "kofi", "luz"], referee="judge", driving=True)
+    )
+    tm.start(0)
+    opening = grants(tm.observe("judge", "@kofi: who has paid you? @ines, @LUZ and " + mxid, 1))
+    text = opening[0].text
+    assert opening[0].mentions == ("ines",)
+    assert mentions("ines", "@bp_r=ines:bearpit.local", text, {})
+    for other in ("kofi", "luz"):
+        assert not mentions(other, f"@bp_r={other}:bearpit.local", text, {}), text
+    assert "[judge] kofi: who has paid you? ines, LUZ and bp_r=luz:bearpit.local" in text
+    tm.observe("ines", "Ask @kofi, not me; mail me at ines@tidewell.example", 2)
+    tm.observe("kofi", "Nobody yet.", 3)
+    cue = grants(tm.observe("luz", "Thank you @judge.", 4))[0]
+    assert cue.mentions == ("judge",)
+    assert not mentions("kofi", "@bp_r=kofi:bearpit.local", cue.text, {}), cue.text
+    assert "[ines] Ask kofi, not me; mail me at ines@tidewell.example" in cue.text
+    # The reactive cue quotes the round the same way.
+    reactive = TurnManager.create(TurnConfig(participants=["ines", "kofi"], referee="judge"))
+    reactive.start(0)
+    reactive.observe("ines", "Over to @kofi.", 1)
+    (post,) = [a for a in reactive.observe("kofi", "Thanks.", 2) if isinstance(a, Post)]
+    assert "[ines] Over to kofi." in post.text
