@@ -10,7 +10,7 @@ from django.conf import settings
 
 from chronicle import selectors
 from chronicle.kinds import Kind
-from realms.api.status import realm_status, run_history
+from realms.api.status import is_active, realm_status, run_history
 from realms.models import Realm, RealmAgent
 
 RECENT_RUNS = 10
@@ -68,9 +68,11 @@ def _live(realm: Realm) -> LiveRealm:
 
 
 def overview() -> Overview:
-    """Active realms (at most the capacity, so a handful of queries each) and recent runs."""
+    """Realms something still drives (at most about the capacity, a handful of queries
+    each) and recent runs; a realm whose driver is gone shows among the runs."""
     rows = Realm.objects.exclude(state__in=Realm.TERMINAL_STATES).order_by("-created_at", "-id")
-    live = [_live(r) for r in rows.defer("project", "run_config", "parameters")]
+    driven = [r for r in rows.defer("project", "run_config", "parameters") if is_active(r)]
+    live = [_live(r) for r in driven]
     history = run_history(scenario=None, limit=RECENT_RUNS)
     live_ids = {r.realm_id for r in live}
     return Overview(

@@ -3,12 +3,14 @@ first-run button and its refusals (no worker, at capacity), none of which starts
 
 from __future__ import annotations
 
+import datetime as dt
 import queue
 from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
+from django.utils import timezone
 
 from chronicle.kinds import Kind
 from realms.models import Realm
@@ -107,3 +109,13 @@ def test_the_first_run_button_needs_a_post_with_the_csrf_token(operator):
     strict.force_login(get_user_model().objects.get(username="operator"))
     assert strict.post("/home/launch-first-run").status_code == 403
     assert not Realm.objects.exists()
+
+
+def test_a_realm_nothing_drives_any_more_is_a_run_not_a_live_realm(operator):
+    stale = timezone.now() - dt.timedelta(hours=1)
+    build_realm("gone-abc123", state=Realm.State.RUNNING, claimed_until=stale)
+    event("gone-abc123", Kind.LIFECYCLE, {"event": "running"}, 1_000)
+    live = operator.get("/home/live").content.decode()
+    active, recent = live.split('id="recent-h"')
+    assert "gone-abc123" not in active and "No realm is running" in active
+    assert "gone-abc123" in recent and "interrupted" in recent
