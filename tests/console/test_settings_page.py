@@ -40,6 +40,16 @@ def test_a_key_added_in_the_page_never_appears_again(page: Page, served: Served)
     assert SECRET not in page.content()
     assert SECRET not in served.output()
 
+    row.get_by_role("button", name="Remove openai-main").click()
+    expect(page.get_by_role("heading", name="Remove the key openai-main?")).to_be_visible()
+    assert_accessible(page, "settings-remove-key")
+    page.get_by_role("button", name="Remove openai-main").click()
+    page.wait_for_url(f"{served.base_url}/settings/")
+    expect(page.get_by_text("Key openai-main is removed.")).to_be_visible()
+    expect(
+        page.get_by_role("region", name="Provider keys").get_by_text("openai-main")
+    ).to_have_count(0)
+
 
 def test_a_tier_price_is_saved_and_a_bad_one_refused_beside_it(page: Page, served: Served) -> None:
     open_settings(page, served)

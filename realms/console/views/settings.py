@@ -185,6 +185,15 @@ def rotate_key(request: HttpRequest, handle: str) -> HttpResponse:
 @operator_required
 @require_POST
 def remove_key(request: HttpRequest, handle: str) -> HttpResponse:
+    """Asks first (a removed key cannot be brought back), then removes."""
+    if request.POST.get("confirm") != "yes":
+        known = {k.handle for k in list_credentials()}
+        if handle not in known:
+            messages.error(request, f"handle {handle!r}: no such credential")
+            return _page(request, status=404)
+        used_by = sorted(n for n, p in all_profiles().items() if p.api_key_ref == handle)
+        context = {"nav": "settings", "handle": handle, "used_by": used_by}
+        return render(request, "console/settings_remove_key.html", context)
     try:
         remove_credential(handle=handle)
     except CredentialError as exc:

@@ -180,9 +180,16 @@ def test_a_key_is_rotated_and_removed(operator):
     assert credential_secret("azure-main")[0] == ROTATED
     missing = operator.post("/settings/keys/nobody/rotate", {"rotate-nobody-api_key": SECRET})
     assert missing.status_code == 404 and SECRET not in missing.content.decode()
-    assert operator.post("/settings/keys/azure-main/remove").status_code == 302
+    asked = operator.post("/settings/keys/azure-main/remove")
+    assert asked.status_code == 200 and "Remove the key azure-main?" in asked.content.decode()
+    assert "azure will have no key" in asked.content.decode()
+    assert Credential.objects.count() == 1
+    removed = operator.post("/settings/keys/azure-main/remove", {"confirm": "yes"})
+    assert removed.status_code == 302
     assert not Credential.objects.exists()
     assert operator.post("/settings/keys/azure-main/remove").status_code == 404
+    gone = operator.post("/settings/keys/azure-main/remove", {"confirm": "yes"})
+    assert gone.status_code == 404
 
 
 def test_writes_need_a_post_with_the_csrf_token(operator):
