@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from realms.console.views import history, home, placeholder, settings
+from realms.console.views import history, home, placeholder, realm, settings
 
 app_name = "console"
 
@@ -12,7 +12,8 @@ urlpatterns = [
     path("", home.home, name="home"),
     path("home/live", home.live, name="home-live"),
     path("home/launch-first-run", home.launch_first_run, name="launch-first-run"),
-    path("realms/<str:realm_id>/", placeholder.realm, name="realm"),
+    path("realms/<str:realm_id>/", realm.realm, name="realm"),
+    path("realms/<str:realm_id>/messages", realm.earlier_messages, name="realm-messages"),
     path("scenarios/", placeholder.scenarios, name="scenarios"),
     path("skills/", placeholder.skills, name="skills"),
     path("history/", history.history, name="history"),

@@ -17,7 +17,3 @@ def scenarios(request: HttpRequest) -> HttpResponse:
 def skills(request: HttpRequest) -> HttpResponse:
     return render(request, "console/placeholder.html", {"nav": "skills", "title": "Skills"})
 
-
-@operator_required
-def realm(request: HttpRequest, realm_id: str) -> HttpResponse:
-    return render(request, "console/placeholder.html", {"nav": "home", "title": realm_id})
