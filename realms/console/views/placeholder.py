@@ -16,4 +16,3 @@ def scenarios(request: HttpRequest) -> HttpResponse:
 @operator_required
 def skills(request: HttpRequest) -> HttpResponse:
     return render(request, "console/placeholder.html", {"nav": "skills", "title": "Skills"})
-
