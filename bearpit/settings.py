@@ -299,7 +299,8 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # One process, several event loops (bearpit.layers says why Channels' own will not do).
+    CHANNEL_LAYERS = {"default": {"BACKEND": "bearpit.layers.LoopSafeInMemoryChannelLayer"}}
 
 # Celery: with a broker the tasks go to workers; without one (embedded default) they
 # run in the calling process through the same code path.

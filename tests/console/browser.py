@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,7 +48,8 @@ def serve(workdir: Path, **env: str) -> Iterator[Served]:
     home = workdir / "home"
     log = workdir / "pit_serve.log"
     port = free_port()
-    proc = start_pit(["pit_serve", "--port", str(port)], pit_env(home, **env), log)
+    environment = pit_env(home, **env)
+    proc = start_pit(["pit_serve", "--port", str(port)], environment, log)
     try:
         text = wait_for_line(log, "login: ", proc, timeout=120)
         (line,) = [x for x in text.splitlines() if x.startswith("login: ")]
@@ -58,7 +61,29 @@ def serve(workdir: Path, **env: str) -> Iterator[Served]:
             proc=proc,
         )
     finally:
+        shut_down(proc, environment, workdir)
         stop_everything(home, proc)
+
+
+def shut_down(proc: subprocess.Popen[bytes], env: dict[str, str], workdir: Path) -> None:
+    """Stop the server as the operator does (SIGTERM), then reap what the realms it left
+    running still hold (sandboxes, their mounted homes), so no mount outlives the test."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    with (workdir / "pit_reap.log").open("wb") as out:
+        subprocess.run(
+            [sys.executable, "manage.py", "pit_reap", "--force"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=120,
+            check=False,
+        )
 
 
 def chromium_path() -> str:

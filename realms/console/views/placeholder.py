@@ -14,16 +14,6 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @operator_required
-def scenarios(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/placeholder.html", {"nav": "scenarios", "title": "Scenarios"})
-
-
-@operator_required
-def skills(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/placeholder.html", {"nav": "skills", "title": "Skills"})
-
-
-@operator_required
 def history(request: HttpRequest) -> HttpResponse:
     return render(request, "console/placeholder.html", {"nav": "history", "title": "History"})
 
@@ -31,8 +21,3 @@ def history(request: HttpRequest) -> HttpResponse:
 @operator_required
 def settings_page(request: HttpRequest) -> HttpResponse:
     return render(request, "console/placeholder.html", {"nav": "settings", "title": "Settings"})
-
-
-@operator_required
-def realm(request: HttpRequest, realm_id: str) -> HttpResponse:
-    return render(request, "console/placeholder.html", {"nav": "home", "title": realm_id})

@@ -40,7 +40,7 @@ def auction() -> Realm:
     )
     ref = _caller("themis")
     service.game_set(ref, "lot", "vase")
-    service.game_set(ref, "reserve", 90)
+    service.game_set(ref, "reserve", "ninety-gold")
     service.game_set(ref, "hand", "Ah", owner="orin")
     service.game_set(ref, "hand", "Kd", owner="vela")
     service.game_act(ref, "start", {"first": "vela"})
@@ -61,7 +61,8 @@ def test_a_seat_sees_each_step_before_and_after_never_the_hidden_state(
     assert body["initial"]["state"] == "open"
     text = json.dumps(body)
     assert "Kd" not in text  # vela's hand, never revealed
-    assert "90" not in text and "reserve" not in text  # referee-only data and its write
+    # Referee-only data and its write (a value no timestamp or id can contain).
+    assert "ninety-gold" not in text and "reserve" not in text
     assert "peek" not in text  # the referee-only log entry
     steps = body["steps"]
     ops = [(s["entry"] or {}).get("transition") or (s["entry"] or {}).get("key") for s in steps]
@@ -79,7 +80,7 @@ def test_a_seat_sees_each_step_before_and_after_never_the_hidden_state(
 
 def test_the_referee_seat_sees_everything(routes_api, auction):
     body = routes_api.get(f"/api/realms/{REALM}/machine?as=themis").json()
-    assert body["current"]["data"]["reserve"] == 90
+    assert body["current"]["data"]["reserve"] == "ninety-gold"
     assert body["current"]["data"]["hand"] == {"orin": "Ah", "vela": "Kd"}
     assert "peek" in json.dumps(body["steps"])
 
