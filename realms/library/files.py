@@ -75,10 +75,11 @@ def _escaped(name: str) -> str:
 
 
 def _check_relative(name: str, where: str) -> str:
-    if "\\" in name or name.startswith("/") or ":" in PurePosixPath(name).parts[0]:
-        raise PackageTreeError(f"{where}: {name!r}: expected a relative path inside the package")
     parts = PurePosixPath(name).parts
-    if not parts or any(part in ("..", ".", "") for part in parts):
+    # An empty name has no parts at all: refused here, before its first part is read.
+    if not parts or "\\" in name or name.startswith("/") or ":" in parts[0]:
+        raise PackageTreeError(f"{where}: {name!r}: expected a relative path inside the package")
+    if any(part in ("..", ".", "") for part in parts):
         raise PackageTreeError(f"{where}: {name!r}: expected a relative path inside the package")
     return "/".join(parts)
 

@@ -60,7 +60,7 @@ def test_the_printed_url_logs_in_and_a_signal_stops_cleanly(
         with httpx.Client(follow_redirects=True, timeout=30) as browser:
             landed = browser.get(url)
             assert landed.status_code == 200
-            assert landed.url == httpx.URL(f"http://127.0.0.1:{port}/admin/")
+            assert landed.url == httpx.URL(f"http://127.0.0.1:{port}/")  # the console
             assert token not in str(landed.url)
             assert all(token not in str(hop.url) for hop in landed.history[1:])
             cookie = session_cookie_header(landed).lower()
