@@ -18,5 +18,6 @@ urlpatterns = [
     path("_matrix/app/v1/", include("realms.herald.urls")),
     path("api/", include("realms.api.urls")),
     path("api/", include("ledger.urls")),
+    path("api/", include("scribe.urls")),
     path("", include("realms.console.urls")),
 ]
