@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -51,9 +53,21 @@ def _refused(exc: ScribeError) -> Response:
     return Response({"error": str(exc)}, status=code)
 
 
+def _encoded(line: dict[str, str]) -> bytes:
+    return json.dumps(line, ensure_ascii=False).encode() + b"\n"
+
+
 def _ndjson(lines: Iterator[dict[str, str]]) -> Iterator[bytes]:
     for line in lines:
-        yield json.dumps(line, ensure_ascii=False).encode() + b"\n"
+        yield _encoded(line)
+
+
+async def _ndjson_async(lines: Iterator[dict[str, str]]) -> AsyncIterator[bytes]:
+    # Under ASGI a synchronous iterator is read whole before the first byte is sent; each
+    # line is pulled in the thread the ORM uses instead, and sent as soon as it exists.
+    pull = sync_to_async(next, thread_sensitive=True)
+    while (line := await pull(lines, None)) is not None:
+        yield _encoded(line)
 
 
 class SessionCreateView(OperatorAPIView):
@@ -90,8 +104,10 @@ class MessageView(OperatorAPIView):
             endpoint = sessions.endpoint_of(session)
         except ScribeError as exc:
             return _refused(exc)
+        lines = conversation.reply(session, endpoint)
+        stream = _ndjson_async(lines) if isinstance(request._request, ASGIRequest) else None
         response = StreamingHttpResponse(
-            _ndjson(conversation.reply(session, endpoint)), content_type="application/x-ndjson"
+            stream or _ndjson(lines), content_type="application/x-ndjson"
         )
         response["Cache-Control"] = "no-store"
         response["X-Accel-Buffering"] = "no"

@@ -92,3 +92,30 @@ def test_bad_requests_are_refused_with_located_errors(api, script) -> None:
     assert api.get("/api/scribe/session/" + "0" * 16).status_code == 404
     assert ScribeSession.objects.count() == 0
     assert api.client.post("/api/scribe/session", {"mode": "create"}).status_code == 401
+
+
+def test_the_reply_streams_over_the_platforms_asgi_server(api, script) -> None:
+    import json
+
+    import httpx
+
+    from bearpit.server import PlatformServer
+    from tests.scribe.conftest import TOKEN
+
+    script([step(call("list_draft")), step(call("ask_user", question="How many agents?"))])
+    session_id = api.post("/api/scribe/session", {"mode": "create"}).json()["session_id"]
+    with (
+        PlatformServer() as server,
+        httpx.Client(base_url=server.url, timeout=30) as http,
+        http.stream(
+            "POST",
+            "/api/scribe/message",
+            json={"session_id": session_id, "text": "hi"},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        ) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/x-ndjson"
+        lines = [json.loads(line) for line in response.iter_lines() if line]
+    assert kinds(lines) == ["tool", "tool", "question", "done"]
+    assert lines[2]["text"] == "How many agents?"
