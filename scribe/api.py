@@ -62,11 +62,15 @@ def _ndjson(lines: Iterator[dict[str, str]]) -> Iterator[bytes]:
         yield _encoded(line)
 
 
+def _next_line(lines: Iterator[dict[str, str]]) -> dict[str, str] | None:
+    return next(lines, None)
+
+
 async def _ndjson_async(lines: Iterator[dict[str, str]]) -> AsyncIterator[bytes]:
     # Under ASGI a synchronous iterator is read whole before the first byte is sent; each
     # line is pulled in the thread the ORM uses instead, and sent as soon as it exists.
-    pull = sync_to_async(next, thread_sensitive=True)
-    while (line := await pull(lines, None)) is not None:
+    pull = sync_to_async(_next_line, thread_sensitive=True)
+    while (line := await pull(lines)) is not None:
         yield _encoded(line)
 
 
