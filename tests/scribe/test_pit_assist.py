@@ -83,3 +83,15 @@ def test_assist_refuses_what_it_cannot_do(scribe_env, script) -> None:
     with pytest.raises(CommandError, match="--model"):
         _assist("", "--api-base", "http://127.0.0.1:9/v1")
     assert ScribeSession.objects.count() == 0
+
+
+def test_assist_starts_a_gateway_of_its_own_when_none_answers(scribe_env, script, settings):
+    settings.BEARPIT_SCRIBE_GATEWAY = None
+    script([step(text="through my own gateway")])
+    output = _assist("hi\n\n")
+    assert "scribe> through my own gateway" in output
+    assert "in 1 calls" in output
+    # Stopped with the command: nothing is left listening on the socket.
+    from ledger.gateway.server import default_socket_path
+
+    assert not default_socket_path().exists()

@@ -34,8 +34,10 @@ def test_spend_is_metered_on_scribes_own_key(api, script) -> None:
     assert view["spend"]["calls"] == 3
     assert view["spend"]["spent_usd"] == key.spent_nusd / NANO
     assert view["spend"]["cap_usd"] == 2.0
-    # Spend on the session's key, and no realm's: no realm is charged or created.
+    # Spend on the session's key, and no realm's: no realm is charged or listed.
     assert not Spend.objects.exclude(realm_id=KEY_REALM).exists()
+    assert Event.objects.filter(realm_id=KEY_REALM, kind="spend").count() == 3
+    assert api.get("/api/realms").json()["realms"] == []
     # The key's secret never leaves the ledger and the session: not in the view.
     body = api.get(f"/api/scribe/session/{session_id}").content.decode()
     assert key.key_prefix not in body
