@@ -17,7 +17,13 @@ from rest_framework.response import Response
 
 from bearpit.auth import OperatorAPIView
 from scribe.services import conversation, history, sessions
-from scribe.services.errors import NoSuchSession, NotApprovable, ScribeError, SessionClosed
+from scribe.services.errors import (
+    NoSuchSession,
+    NotApprovable,
+    ScribeError,
+    SessionBusy,
+    SessionClosed,
+)
 
 
 class SessionCreateSerializer(serializers.Serializer[dict[str, Any]]):
@@ -48,7 +54,7 @@ def _refused(exc: ScribeError) -> Response:
     code: int = status.HTTP_400_BAD_REQUEST
     if isinstance(exc, NoSuchSession):
         code = status.HTTP_404_NOT_FOUND
-    elif isinstance(exc, NotApprovable | SessionClosed):
+    elif isinstance(exc, NotApprovable | SessionClosed | SessionBusy):
         code = status.HTTP_409_CONFLICT
     return Response({"error": str(exc)}, status=code)
 

@@ -37,6 +37,8 @@ class ScribeSession(models.Model):
         null=True, blank=True, help_text="the draft version the user is asked to approve"
     )
     failed_proposals = models.PositiveIntegerField(default=0)
+    # Set while a reply runs, so a second message waits for it instead of interleaving.
+    replying_since = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

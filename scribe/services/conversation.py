@@ -9,14 +9,17 @@ the draft for approval), ``error`` (something went wrong, said plainly) and a la
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
 
 from scribe.models import ScribeSession
 from scribe.services import drafts, history, model, tools
-from scribe.services.errors import SessionClosed
+from scribe.services.errors import ScribeError, SessionBusy, SessionClosed
 from scribe.services.prompt import system_prompt
 from scribe.services.sessions import endpoint_of, get_session
 
@@ -25,6 +28,8 @@ MAX_TEXT = 20_000
 MAX_FAILED_PROPOSALS = 3
 # Tool calls that are not calls at all (unknown tool, arguments not JSON) in one reply.
 MAX_MALFORMED = 3
+# A reply that holds its session longer than this was cut off (its process died).
+REPLY_LEASE = timedelta(minutes=15)
 
 Line = dict[str, str]
 
@@ -33,9 +38,14 @@ def _line(kind: str, text: str = "", name: str = "") -> Line:
     return {"kind": kind, "text": text, "name": name}
 
 
-def start_message(session_id: str, text: str) -> ScribeSession:
-    """Check and record the user's message; refused (nothing recorded) when it cannot go."""
-    session = get_session(session_id)
+@transaction.atomic
+def start_message(session_id: str, text: str, *, direct: bool = False) -> ScribeSession:
+    """Check and record the user's message; refused (nothing recorded) when it cannot go.
+
+    The session is then held for the reply (``reply`` lets go of it when it ends), so a
+    second message meanwhile is refused rather than interleaved with the first.
+    """
+    session = get_session(session_id, for_update=True)
     if session.state == ScribeSession.State.APPROVED:
         raise SessionClosed("this session's draft is approved and saved; start a new session")
     if session.state == ScribeSession.State.CAPPED:
@@ -43,13 +53,19 @@ def start_message(session_id: str, text: str) -> ScribeSession:
             "this session has spent its budget cap; its draft is kept (GET the session), "
             "and a new session continues with a new cap"
         )
+    now = timezone.now()
+    if session.replying_since is not None and now - session.replying_since < REPLY_LEASE:
+        raise SessionBusy("Scribe is still replying to the previous message; wait for its end")
+    if not direct and not session.key_secret:
+        raise ScribeError("this session calls a direct endpoint; only its terminal can continue it")
     text = text.strip()
     if not text:
-        raise SessionClosed("text: must not be empty")
+        raise ScribeError("text: must not be empty")
     if len(text) > MAX_TEXT:
-        raise SessionClosed(f"text: at most {MAX_TEXT} characters")
+        raise ScribeError(f"text: at most {MAX_TEXT} characters")
     session.messages = [*session.messages, {"role": "user", "content": text}]
-    session.save(update_fields=["messages", "updated_at"])
+    session.replying_since = now
+    session.save(update_fields=["messages", "replying_since", "updated_at"])
     history.record(session, "user", text)
     return session
 
@@ -82,9 +98,19 @@ def _parse_call(call: object) -> tuple[str, str, dict[str, Any] | None, str]:
     return call_id, name, args, ""
 
 
-def reply(session: ScribeSession, endpoint: model.Endpoint | None = None) -> Iterator[Line]:
+def reply(
+    session: ScribeSession, endpoint: model.Endpoint | None = None
+) -> Generator[Line, None, None]:
     """Scribe's answer to the messages so far, as lines; the session is saved as it goes."""
-    endpoint = endpoint or endpoint_of(session)
+    try:
+        yield from _reply(session, endpoint or endpoint_of(session))
+    finally:
+        # Also when the reader went away mid-reply (the generator is closed).
+        ScribeSession.objects.filter(pk=session.pk).update(replying_since=None)
+        session.replying_since = None
+
+
+def _reply(session: ScribeSession, endpoint: model.Endpoint) -> Iterator[Line]:
     malformed = 0
     for _ in range(settings.BEARPIT_SCRIBE_MAX_STEPS):
         messages = [{"role": "system", "content": system_prompt(session)}, *session.messages]

@@ -17,3 +17,7 @@ class NotApprovable(ScribeError):
 
 class SessionClosed(ScribeError):
     """The session is approved or its cap is spent: it takes no more messages."""
+
+
+class SessionBusy(ScribeError):
+    """A reply to this session is still running."""

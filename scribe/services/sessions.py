@@ -124,8 +124,9 @@ def create_session(
     return session
 
 
-def get_session(session_id: str) -> ScribeSession:
-    session = ScribeSession.objects.filter(session_id=str(session_id)).first()
+def get_session(session_id: str, *, for_update: bool = False) -> ScribeSession:
+    rows = ScribeSession.objects.select_for_update() if for_update else ScribeSession.objects
+    session = rows.filter(session_id=str(session_id)).first()
     if session is None:
         raise NoSuchSession(f"session {session_id!r}: no such Scribe session")
     return session
@@ -197,6 +198,8 @@ def approve(session_id: str) -> Scenario:
     version = drafts.current(session)
     if session.state == ScribeSession.State.APPROVED:
         raise NotApprovable("this session's draft is already approved and saved")
+    if session.replying_since is not None:
+        raise NotApprovable("Scribe is still replying; approve once its reply has ended")
     if (
         version is None
         or session.proposed_version is None

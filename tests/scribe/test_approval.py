@@ -124,3 +124,30 @@ def test_malformed_tool_calls_are_shown_plainly(api, script) -> None:
     assert errors[3] == "stopped: 3 malformed tool calls in one reply"
     assert "unreachable" not in [line["text"] for line in lines]
     assert kinds(lines)[-1] == "done"
+
+
+def test_a_second_message_waits_for_the_running_reply(api, script) -> None:
+    from scribe.services import conversation
+
+    script([step(call("list_draft")), step(text="one"), step(text="two")])
+    session_id = api.post("/api/scribe/session", {"mode": "create"}).json()["session_id"]
+    session = conversation.start_message(session_id, "first")
+    lines = conversation.reply(session)
+    assert next(lines)["kind"] == "tool"  # the reply is running, held mid-way
+    busy = api.post("/api/scribe/message", {"session_id": session_id, "text": "second"})
+    assert busy.status_code == 409
+    assert "still replying" in busy.json()["error"]
+    held = api.post("/api/scribe/approve", {"session_id": session_id})
+    assert held.status_code == 409 and "still replying" in held.json()["error"]
+    lines.close()  # the reader went away: the session is free again
+    assert kinds(api.say(session_id, "second")) == ["text", "done"]
+    user = [m["content"] for m in ScribeSession.objects.get().messages if m["role"] == "user"]
+    assert user == ["first", "second"]
+
+
+def test_an_empty_message_is_refused_and_recorded_nowhere(api, script) -> None:
+    script([step(text="hi")])
+    session_id = api.post("/api/scribe/session", {"mode": "create"}).json()["session_id"]
+    blank = api.post("/api/scribe/message", {"session_id": session_id, "text": "   "})
+    assert blank.status_code == 400 and "text" in blank.json()
+    assert ScribeSession.objects.get().messages == []

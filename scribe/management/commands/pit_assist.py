@@ -115,7 +115,9 @@ class Command(BaseCommand):
                 self.stdout.write("")
                 break
             try:
-                session = conversation.start_message(session.session_id, text)
+                session = conversation.start_message(
+                    session.session_id, text, direct=direct is not None
+                )
             except ScribeError as exc:
                 self.stderr.write(str(exc))
                 break
