@@ -28,6 +28,11 @@ MAX_TEXT = 20_000
 MAX_FAILED_PROPOSALS = 3
 # Tool calls that are not calls at all (unknown tool, arguments not JSON) in one reply.
 MAX_MALFORMED = 3
+# The conversation sent to the model is kept under this many characters by leaving out
+# the oldest tool results (the draft itself is always one read_draft_file away).
+MAX_CONTEXT_CHARS = 300_000
+KEEP_RECENT = 24
+OMITTED = "[an earlier tool result, left out to keep the conversation short]"
 # A reply that holds its session longer than this was cut off (its process died).
 REPLY_LEASE = timedelta(minutes=15)
 
@@ -110,10 +115,27 @@ def reply(
         session.replying_since = None
 
 
+def _for_model(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    size = sum(len(str(m.get("content") or "")) for m in messages)
+    if size <= MAX_CONTEXT_CHARS:
+        return messages
+    out = []
+    for index, message in enumerate(messages):
+        old = index < len(messages) - KEEP_RECENT
+        if old and message.get("role") == "tool" and size > MAX_CONTEXT_CHARS:
+            size -= len(str(message.get("content") or "")) - len(OMITTED)
+            message = {**message, "content": OMITTED}
+        out.append(message)
+    return out
+
+
 def _reply(session: ScribeSession, endpoint: model.Endpoint) -> Iterator[Line]:
     malformed = 0
     for _ in range(settings.BEARPIT_SCRIBE_MAX_STEPS):
-        messages = [{"role": "system", "content": system_prompt(session)}, *session.messages]
+        messages = [
+            {"role": "system", "content": system_prompt(session)},
+            *_for_model(session.messages),
+        ]
         try:
             message = model.complete(endpoint, messages, tools.TOOLS)
         except model.BudgetExhausted as exc:

@@ -69,7 +69,10 @@ def _mint(
             script=_offline_script() if profile.transport == "scripted" else None,
         )
     except MintError as exc:
-        raise ScribeError(str(exc)) from exc
+        raise ScribeError(
+            f"Scribe cannot get a key on provider {profile.name!r}: {exc} "
+            "(or choose another profile with BEARPIT_SCRIBE_PROVIDER)"
+        ) from exc
     session.key_id = key.pk
     session.key_secret = keystore.encrypt(secret)
     session.provider = profile.name
