@@ -151,3 +151,20 @@ def test_an_empty_message_is_refused_and_recorded_nowhere(api, script) -> None:
     blank = api.post("/api/scribe/message", {"session_id": session_id, "text": "   "})
     assert blank.status_code == 400 and "text" in blank.json()
     assert ScribeSession.objects.get().messages == []
+
+
+def test_a_gateway_that_does_not_answer_is_said_plainly(api, script, settings) -> None:
+    import socket
+
+    script([step(text="hi")])
+    session_id = api.post("/api/scribe/session", {"mode": "create"}).json()["session_id"]
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    settings.BEARPIT_SCRIBE_GATEWAY = f"http://127.0.0.1:{port}/v1"
+    lines = api.say(session_id, "hello")
+    assert kinds(lines) == ["error", "done"]
+    assert lines[0]["name"] == "model"
+    assert lines[0]["text"].startswith(f"the model endpoint http://127.0.0.1:{port}/v1 did not")
+    session = ScribeSession.objects.get()
+    assert session.replying_since is None and session.state == "open"
