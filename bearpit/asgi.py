@@ -14,7 +14,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bearpit.settings")
 # setting it up again would apply settings.LOGGING anew over the levels that process chose.
 django_asgi = ASGIHandler() if apps.ready else get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (needs Django set up)
+from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up)
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from bearpit.bodylimit import BodyLimit  # noqa: E402
@@ -23,6 +25,10 @@ from bearpit.routing import websocket_urlpatterns  # noqa: E402
 application = ProtocolTypeRouter(
     {
         "http": BodyLimit(django_asgi, lambda: int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)),
-        "websocket": URLRouter(websocket_urlpatterns),
+        # The operator's session signs a websocket in; a page of another origin cannot
+        # ride on it (the browser sends the cookie, so the Origin is what tells).
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
     }
 )

@@ -118,19 +118,38 @@ def leftover_pids(home: Path) -> list[int]:
 
 
 def stop_everything(home: Path, *procs: subprocess.Popen[bytes] | None) -> None:
-    """Kill the test's own ``pit`` processes that are still running, then stop every
-    process that still names the home (homeserver, sandboxes)."""
+    """Kill the test's own ``pit`` processes that are still running, stop every process
+    that still names the home (homeserver, sandboxes), then unmount the capped disks a
+    killed run left mounted under it, so the test's folder can be removed."""
     for proc in procs:
         if proc is not None and proc.poll() is None:
             proc.kill()
     for sig in (signal.SIGTERM, signal.SIGKILL):
         pids = leftover_pids(home)
         if not pids:
-            return
+            break
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
         time.sleep(2.0)
+    unmount_under(home)
+
+
+def mounts_under(folder: Path) -> list[str]:
+    """Mount points at or below ``folder``, deepest first (from /proc/self/mountinfo)."""
+    root = str(folder.resolve())
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        # Field 5 is the mount point, with spaces and the like octal-escaped.
+        point = line.split()[4].encode().decode("unicode_escape")
+        if point == root or point.startswith(root + "/"):
+            found.append(point)
+    return sorted(found, key=len, reverse=True)
+
+
+def unmount_under(folder: Path) -> None:
+    for point in mounts_under(folder):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
 
 
 @dataclass
