@@ -9,6 +9,7 @@ outside the scenario can be named, let alone written.
 from __future__ import annotations
 
 import difflib
+from pathlib import PurePosixPath
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,8 +39,11 @@ def current_files(session: ScribeSession) -> dict[str, str]:
 
 def confined(path: object) -> str:
     """The normalised path inside the draft, or a refusal that names the path."""
-    if not isinstance(path, str) or not path.strip():
-        raise PathRefused("path: expected a relative path inside the scenario, such as persona.md")
+    if not isinstance(path, str) or not PurePosixPath(path.strip()).parts:
+        raise PathRefused(
+            "refused: path: expected a relative path inside the scenario, such as persona.md; "
+            "Scribe only writes files of this scenario"
+        )
     try:
         return trees.check_path(path.strip(), where="draft")
     except trees.PackageTreeError as exc:

@@ -8,6 +8,7 @@ refused, and the refusal is shown to the user as well as returned to the model.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,8 @@ from realms.skills import builtin
 from scribe.models import ScribeSession
 from scribe.services import drafts
 from scribe.services.errors import ScribeError
+
+log = logging.getLogger(__name__)
 
 REFERENCE_CHUNK = 12_000
 FILE_CHUNK = 20_000
@@ -243,3 +246,8 @@ def run(session: ScribeSession, name: str, args: dict[str, Any]) -> Outcome:
         return Outcome(str(exc), lines=[{"kind": "error", "text": str(exc), "name": name}])
     except ScribeError as exc:
         return Outcome(f"error: {exc}")
+    except Exception as exc:
+        # A bug of ours must not cut the user's stream short without a word.
+        log.exception("Scribe tool %s failed", name)
+        text = f"the tool {name} failed ({type(exc).__name__}); the draft is unchanged by it"
+        return Outcome(f"error: {text}", lines=[{"kind": "error", "text": text, "name": name}])

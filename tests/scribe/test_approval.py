@@ -70,6 +70,8 @@ def test_a_write_outside_the_scenario_is_refused_and_shown(api, script, tmp_path
         "agents/../../keystore.key",
         "..\\settings.py",
         "C:/Windows/x",
+        ".",
+        "",
     ]
     script(
         [
