@@ -9,8 +9,8 @@ outside the scenario can be named, let alone written.
 from __future__ import annotations
 
 import difflib
-from pathlib import PurePosixPath
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
 from django.db import transaction
