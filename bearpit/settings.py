@@ -71,6 +71,21 @@ try:
     BEARPIT_GATEWAY_MAX_BODY_BYTES = env.env_int(
         "BEARPIT_GATEWAY_MAX_BODY_BYTES", 16 * 1024 * 1024, minimum=1024
     )
+    # Scribe, the authoring assistant: the provider profile and tier it calls through the
+    # gateway (the active profile when unset), the cap of each session's own key, how many
+    # model calls one message may take, the gateway it calls (a base URL, or the path of
+    # the gateway's Unix socket; BEARPIT_HOME/run/gateway.sock when unset), and the script
+    # it answers from when the profile is the scripted provider.
+    BEARPIT_SCRIBE_PROVIDER = env.env_str("BEARPIT_SCRIBE_PROVIDER")
+    BEARPIT_SCRIBE_TIER = env.env_choice(
+        "BEARPIT_SCRIBE_TIER", "large", ("small", "medium", "large")
+    )
+    BEARPIT_SCRIBE_CAP_USD = env.env_float("BEARPIT_SCRIBE_CAP_USD", 2.0, minimum=0)
+    BEARPIT_SCRIBE_MAX_STEPS = env.env_int("BEARPIT_SCRIBE_MAX_STEPS", 24, minimum=1)
+    BEARPIT_SCRIBE_GATEWAY = env.env_str("BEARPIT_SCRIBE_GATEWAY")
+    BEARPIT_SCRIBE_OFFLINE_SCRIPT = env.env_path(
+        "BEARPIT_SCRIBE_OFFLINE_SCRIPT", BASE_DIR / "scribe" / "offline.yaml"
+    )
     # Signs realmtools tokens and derives the escrow sealing key; derived from
     # SECRET_KEY when unset. Rotating it invalidates live tokens and sealed payloads.
     BEARPIT_REALMTOOLS_SECRET = env.env_str("BEARPIT_REALMTOOLS_SECRET")

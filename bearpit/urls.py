@@ -21,5 +21,6 @@ urlpatterns = [
     path("api/docs/", DocsView.as_view(), name="api-docs"),
     path("api/", include("realms.api.urls")),
     path("api/", include("ledger.urls")),
+    path("api/", include("scribe.urls")),
     path("", include("realms.console.urls")),
 ]

@@ -14,6 +14,7 @@ from django.db.models import Max, QuerySet
 from chronicle.kinds import Kind, Lifecycle
 from chronicle.models import Event, Message
 from ledger.models import ProviderProfile
+from realms.ids import is_realm_id
 from realms.models import Realm, RealmAgent
 from realms.plan import RealmPlan, plan_of
 
@@ -307,14 +308,18 @@ def event_count(realm_id: str) -> int:
 
 
 def chronicled_realm_ids() -> list[str]:
-    """Realm ids with any chronicled event, most recently active first."""
+    """Realm ids with any chronicled event, most recently active first.
+
+    The ledger chronicles the keys and spend of callers that are not realms (Scribe's
+    sessions) under ids no realm can have; those are not realms, so they are left out.
+    """
     rows = (
         Event.objects.values("realm_id")
         .annotate(last=Max("ts_ms"))
         .order_by("-last", "realm_id")
         .values_list("realm_id", flat=True)
     )
-    return list(rows)
+    return [realm_id for realm_id in rows if is_realm_id(realm_id)]
 
 
 def commons_room(realm_id: str) -> str | None:

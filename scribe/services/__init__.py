@@ -1,0 +1,1 @@
+"""Scribe's services: sessions, the draft, the conversation with the model, approval."""
