@@ -9,6 +9,9 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bearpit.settings")
     from django.core.management import execute_from_command_line
 
+    from bearpit.startup import settings_or_exit
+
+    settings_or_exit("manage.py")
     execute_from_command_line(sys.argv)
 
 
