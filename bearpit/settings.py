@@ -327,6 +327,9 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BEAT_SCHEDULE = {
     "warden-tick-all": {"task": "warden.tick_all", "schedule": BEARPIT_TICK_SECONDS},
 }
+# Under the home, not the working directory (read-only in the image); its age is beat's
+# health check (deploy/healthcheck.py).
+CELERY_BEAT_SCHEDULE_FILENAME = str(BEARPIT_HOME / "beat-schedule")
 
 LOGGING = {
     "version": 1,
