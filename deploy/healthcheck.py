@@ -38,9 +38,18 @@ def home() -> Path:
     return Path(os.environ.get("BEARPIT_HOME") or Path.home() / ".bearpit").expanduser()
 
 
+def host_header() -> str:
+    """A name the web server accepts (BEARPIT_ALLOWED_HOSTS), or it answers 400."""
+    allowed = [h.strip() for h in (os.environ.get("BEARPIT_ALLOWED_HOSTS") or "").split(",")]
+    first = next((h for h in allowed if h), "localhost")
+    if first == "*":
+        return "localhost"
+    return f"health{first}" if first.startswith(".") else first
+
+
 def get_health(conn: http.client.HTTPConnection) -> str | None:
     try:
-        conn.request("GET", "/health", headers={"Host": "localhost"})
+        conn.request("GET", "/health", headers={"Host": host_header()})
         status = conn.getresponse().status
     except OSError as exc:
         return f"no answer: {exc}"

@@ -47,7 +47,7 @@ def test_a_complete_production_configuration_passes():
 )
 def test_each_missing_or_bad_setting_is_named(change, message):
     with pytest.raises(SettingError) as caught:
-        production.check_production(**{**GOOD, **change})  # type: ignore[arg-type]
+        production.check_production(**{**GOOD, **change})
     assert str(caught.value).startswith(message)
 
 

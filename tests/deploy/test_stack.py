@@ -89,14 +89,16 @@ class Stack:
             start_new_session=True,
         )  # fmt: skip
 
+    def check(self, name: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(HEALTHCHECK), name],
+            cwd=REPO, env=self.env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
     def healthy(self, name: str) -> bool:
         proc = self.procs[name]
         assert proc.poll() is None, f"{name} exited ({proc.returncode}):\n{self.log(name)}"
-        done = subprocess.run(
-            [sys.executable, str(HEALTHCHECK), name],
-            cwd=REPO, env=self.env, capture_output=True, timeout=60, check=False,
-        )  # fmt: skip
-        return done.returncode == 0
+        return self.check(name).returncode == 0
 
     def log(self, name: str) -> str:
         return (self.logs / f"{name}.log").read_text(errors="replace")[-3000:]
@@ -137,12 +139,19 @@ def test_the_production_stack_runs_a_realm_launched_through_the_api(
         BEARPIT_SECRET_KEY=secrets.token_urlsafe(48),
         BEARPIT_KEYSTORE_KEY=Fernet.generate_key().decode(),
         BEARPIT_API_TOKEN=token,
+        # Not localhost first: the web health check must send a name the server accepts.
+        BEARPIT_ALLOWED_HOSTS="bearpit.test,127.0.0.1",
         BEARPIT_MATRIX_PORT=str(free_port()),
         BEARPIT_GATEWAY_PORT=str(free_port()),
     )
     web_port = int(env["BEARPIT_PLATFORM_PORT"])
     stack = Stack(home, env, tmp_path)
     py = sys.executable
+    processes = ("web", "homeserver", "gateway", "realmtools", "worker", "beat")
+    # Before anything runs, every health check says so (they can fail).
+    for name in processes:
+        down = stack.check(name)
+        assert down.returncode == 1 and down.stderr.startswith(f"{name}: unhealthy: "), down
     try:
         migrate = subprocess.run(
             [py, "manage.py", "migrate", "--no-input", "-v", "0"],
@@ -157,7 +166,7 @@ def test_the_production_stack_runs_a_realm_launched_through_the_api(
         stack.start("worker", [py, "-m", "celery", "-A", "bearpit", "worker",
                                "--concurrency", "2", "--loglevel", "INFO"])  # fmt: skip
         stack.start("beat", [py, "-m", "celery", "-A", "bearpit", "beat", "--loglevel", "INFO"])
-        for name in ("web", "homeserver", "gateway", "realmtools", "worker", "beat"):
+        for name in processes:
             _wait(lambda name=name: stack.healthy(name), f"{name} to be healthy", 120)  # type: ignore[misc]
 
         launched = _api(web_port, token, "POST", "/api/realms",
