@@ -11,7 +11,9 @@ def main() -> None:
 
     from bearpit.startup import settings_or_exit
 
-    settings_or_exit("manage.py")
+    # --settings names another module: Django reads it, and reports its errors itself.
+    if not any(arg.startswith(("--settings", "--pythonpath")) for arg in sys.argv[1:]):
+        settings_or_exit("manage.py")
     execute_from_command_line(sys.argv)
 
 

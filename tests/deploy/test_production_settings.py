@@ -82,8 +82,9 @@ def _start(argv: list[str], home: Path, **environ: str) -> subprocess.CompletedP
         [sys.executable, "manage.py", "pit_gateway"],
         [sys.executable, "-m", "celery", "-A", "bearpit", "worker"],
         [sys.executable, "-m", "daphne", "bearpit.asgi:application"],
+        [sys.executable, "-m", "bearpit.cli", "realms"],
     ],
-    ids=["manage.py", "celery", "asgi"],
+    ids=["manage.py", "celery", "asgi", "pit"],
 )
 def test_every_kind_of_process_refuses_with_one_line(argv, tmp_path):
     done = _start(
