@@ -8,7 +8,10 @@ from django.apps import apps
 from django.core.asgi import get_asgi_application
 from django.core.handlers.asgi import ASGIHandler
 
+from bearpit.startup import settings_or_exit
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bearpit.settings")
+settings_or_exit("bearpit.asgi")
 
 # Imported by a process that has set Django up already (the embedded platform, a command):
 # setting it up again would apply settings.LOGGING anew over the levels that process chose.

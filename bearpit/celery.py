@@ -7,7 +7,10 @@ import os
 
 from celery import Celery
 
+from bearpit.startup import settings_or_exit
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bearpit.settings")
+settings_or_exit("celery")
 
 app = Celery("bearpit")
 app.config_from_object("django.conf:settings", namespace="CELERY")

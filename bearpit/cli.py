@@ -68,6 +68,9 @@ def main(argv: list[str] | None = None) -> None:
 
     import django
 
+    from bearpit.startup import settings_or_exit
+
+    settings_or_exit("pit")
     django.setup()
     verbs = _verbs()
     if not args or args[0] in ("-h", "--help", "help"):

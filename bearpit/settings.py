@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from bearpit import env
+from bearpit import env, production
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -108,6 +108,17 @@ try:
     DATABASE = (
         env.parse_database_url("BEARPIT_DATABASE_URL", _database_url) if _database_url else None
     )
+    production.check_redis_url(REDIS_URL)
+    # Production refuses the embedded default's generated secrets and open broker.
+    BEARPIT_PRODUCTION = env.env_bool("BEARPIT_PRODUCTION", False)
+    if BEARPIT_PRODUCTION:
+        production.check_production(
+            debug=DEBUG,
+            database=DATABASE,
+            redis_url=REDIS_URL,
+            secret_key=_secret_key,
+            keystore_key=BEARPIT_KEYSTORE_KEY,
+        )
 except env.SettingError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
 
@@ -331,6 +342,9 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BEAT_SCHEDULE = {
     "warden-tick-all": {"task": "warden.tick_all", "schedule": BEARPIT_TICK_SECONDS},
 }
+# Under the home, not the working directory (read-only in the image); its age is beat's
+# health check (deploy/healthcheck.py).
+CELERY_BEAT_SCHEDULE_FILENAME = str(BEARPIT_HOME / "beat-schedule")
 
 LOGGING = {
     "version": 1,
