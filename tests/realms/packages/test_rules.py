@@ -228,7 +228,7 @@ CASES = [
         project_with(mechanics=[{"kind": "lottery"}]),
         None,
         [
-            f"{P}: spec.mechanics[0].kind: expected one of sealed-submit, state-machine; got "
+            f"{P}: spec.mechanics[0].kind: expected one of sealed-submit, state-machine, task-board; got "
             '"lottery"'
         ],
     ),
