@@ -118,6 +118,16 @@ def _spec_rules(project: Project, manifest: str, roster: list[str], found: Findi
                     "machine_terminal needs a state-machine mechanic in spec.mechanics",
                 )
             )
+        if condition.type == "tasks_complete" and not any(
+            m.kind == "task-board" for m in spec.mechanics
+        ):
+            errors.append(
+                problem(
+                    manifest,
+                    f"{base}.type",
+                    "tasks_complete needs a task-board mechanic in spec.mechanics",
+                )
+            )
         if condition.match_mode == "regex":
             for name in ("pattern", "content_match"):
                 needle = getattr(condition, name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,9 @@ def _skills(on_demand: bool) -> list[dict[str, object]]:
     ]
 
 
-async def _first_request(tmp_path, provider, on_demand: bool, script) -> tuple[dict, Terminal]:
+async def _first_request(
+    tmp_path, provider, on_demand: bool, script
+) -> tuple[dict[str, Any], Terminal]:
     terminal = Terminal()
     provider.requests.clear()
     provider.script = list(script)

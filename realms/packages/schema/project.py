@@ -29,6 +29,7 @@ TerminationType = Literal[
     "machine_terminal",
     "manual",
     "no_active_participants",
+    "tasks_complete",
 ]
 TERMINATION_TYPES: tuple[str, ...] = get_args(TerminationType)
 BUILTIN_RULESETS = ("dominance", "high-bid", "low-bid", "plurality", "majority", "unanimous")

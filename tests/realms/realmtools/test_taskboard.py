@@ -10,6 +10,8 @@ from chronicle.report import render_report
 from realms.plan import plan_of
 from realms.realmtools.models import Task
 from realms.realmtools.taskboard_leases import expire_leases
+from realms.warden import termination
+from realms.warden.snapshot import build_snapshot
 
 from .test_concurrency_and_audit import _together
 
@@ -148,3 +150,27 @@ def test_tools_are_hidden_without_a_board_and_the_report_shows_the_board(realms)
     assert "1 of 2 tasks done" in section
     assert "survey the site — done by orin: survey.md in the shared folder" in section
     assert "write it up — open" in section
+
+
+def test_the_realm_ends_when_every_task_on_the_board_is_done(realms, settings, tmp_path):
+    settings.BEARPIT_HOME = tmp_path
+    spec = {**BOARD, "termination": [{"type": "tasks_complete"}]}
+    realm = realms(spec=spec)
+    orin = realms.agent(realm, "orin")
+    conditions = termination.realm_conditions(plan_of(realm))
+
+    def ending() -> termination.Conclusion | None:
+        return termination.evaluate(
+            build_snapshot(realm.realm_id), conditions, verdict_ends_realm=False
+        )
+
+    assert ending() is None  # an empty board is not a finished one
+    orin.call("task_add", title="one")
+    orin.call("task_add", title="two")
+    for n in (1, 2):
+        orin.call("task_claim", id=n)
+        assert ending() is None
+        orin.call("task_complete", id=n, summary=f"part {n} written")
+    found = ending()
+    assert found is not None and found.reason == "tasks_complete"
+    assert found.detail == "all 2 tasks on the board are done"

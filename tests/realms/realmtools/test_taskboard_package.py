@@ -52,3 +52,15 @@ def test_bad_board_declarations_are_located(tmp_path):
         f"{P}: spec.mechanics[1].kind: a project declares at most one task-board",
         f"{P}: spec.mechanics[2].lease: only a task-board mechanic takes lease",
     ]
+
+
+def test_tasks_complete_needs_a_board(tmp_path):
+    project = base_project(termination=[{"type": "tasks_complete"}])
+    assert messages(load(tmp_path, project=project)) == [
+        f"{P}: spec.termination[0].type: tasks_complete needs a task-board mechanic in "
+        "spec.mechanics"
+    ]
+    board = base_project(
+        termination=[{"type": "tasks_complete"}], mechanics=[{"kind": "task-board"}]
+    )
+    assert load(tmp_path / "ok", project=board).ok
