@@ -216,15 +216,14 @@ def task_claim(caller: Caller, id: int | str) -> dict[str, Any]:
             raise Refusal(f"task {number} waits on tasks not done yet: {listed}")
         now = now_ms()
         lease_until = now + round(board.lease_s * 1000)
-        won = (
-            _tasks(caller.realm_id)
-            .filter(pk=task.pk, state__in=CLAIMABLE, assignee=task.assignee)
-            .update(
-                state=Task.State.CLAIMED,
-                claimant=caller.agent_id,
-                lease_until_ms=lease_until,
-                block_reason="",
-            )
+        # On the row alone, never through a join: PostgreSQL re-checks a plain WHERE
+        # against the row a concurrent claim committed, but a join becomes a subquery
+        # whose snapshot would still see the task open.
+        won = Task.objects.filter(pk=task.pk, state__in=CLAIMABLE, assignee=task.assignee).update(
+            state=Task.State.CLAIMED,
+            claimant=caller.agent_id,
+            lease_until_ms=lease_until,
+            block_reason="",
         )
         if won != 1:
             raise Refusal(f"task {number} was claimed by someone else first")

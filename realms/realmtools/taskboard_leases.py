@@ -13,6 +13,7 @@ from django.db import transaction
 from chronicle.kinds import Kind
 from chronicle.models import Message, now_ms
 from chronicle.services import record_event
+from realms.models import Realm
 from realms.plan import TaskBoardPlan
 from realms.realmtools.models import Task
 
@@ -20,8 +21,13 @@ from realms.realmtools.models import Task
 def renew(realm_id: str, agent_id: str, board: TaskBoardPlan, now: int | None = None) -> int:
     """Push back the leases of every task ``agent_id`` holds; how many."""
     until = (now or now_ms()) + round(board.lease_s * 1000)
+    # By the realm's key, not a join: an UPDATE through a join is a subquery, which could
+    # renew a task another transaction just released.
+    realm_pk = Realm.objects.filter(realm_id=realm_id).values_list("pk", flat=True).first()
+    if realm_pk is None:
+        return 0
     return Task.objects.filter(
-        realm__realm_id=realm_id, state=Task.State.CLAIMED, claimant=agent_id
+        realm_id=realm_pk, state=Task.State.CLAIMED, claimant=agent_id
     ).update(lease_until_ms=until)
 
 
