@@ -31,6 +31,9 @@ class Kind(StrEnum):
     TRACE = "trace"
     KEY = "key"
     """A virtual key was minted: its agent, provider, model, transport and prices."""
+    TASK = "task"
+    """A change on the task board: ``op`` add, assign, claim, release, complete, block or
+    expire, the task's ``task`` number and who did it."""
 
 
 class Lifecycle(StrEnum):

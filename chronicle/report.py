@@ -6,7 +6,7 @@ untrusted; it is served as ``text/markdown`` and never rendered as HTML by us.
 
 from __future__ import annotations
 
-from chronicle import selectors
+from chronicle import selectors, tasks
 from chronicle.integrity import findings
 from realms.models import Realm
 from realms.plan import plan_of
@@ -42,6 +42,7 @@ def render_report(realm_id: str, *, title: str | None = None) -> str:
     lines += termination_section(realm_id)
     lines += eliminations_section(realm_id)
     lines += integrity_section(realm_id)
+    lines += task_board_section(realm_id)
 
     scores = selectors.scoreboard(realm_id)
     if scores:
@@ -93,6 +94,27 @@ def ruling_section(realm_id: str) -> list[str]:
     reasons = verdict.get("reasons")
     items = reasons if isinstance(reasons, list) else [reasons]
     lines += [_bullet(str(item)) for item in items if item is not None and str(item).strip()]
+    return [*lines, ""]
+
+
+def task_board_section(realm_id: str) -> list[str]:
+    """Each task's end state, who delivered it and how; no section without a board."""
+    board = tasks.board(realm_id)
+    if not board:
+        return []
+    done = sum(t.state == "done" for t in board)
+    lines = ["## Task board", f"{done} of {len(board)} tasks done."]
+    for t in board:
+        text = f"{t.number}. {t.title} — {t.state}"
+        if t.state == "done":
+            text += f" by {t.holder}: {t.summary}" if t.summary else f" by {t.holder}"
+        elif t.state == "claimed":
+            text += f" by {t.holder}"
+        elif t.state == "blocked" and t.reason:
+            text += f": {t.reason}"
+        if t.expiries:
+            text += f" ({t.expiries} lease{'' if t.expiries == 1 else 's'} expired)"
+        lines.append(_bullet(text))
     return [*lines, ""]
 
 

@@ -151,6 +151,7 @@ class PlanAgent:
     tools: tuple[str, ...] = ()
     skills: tuple[SkillRef, ...] = ()
     local_skills: Mapping[str, str] = field(default_factory=dict)
+    skills_mode: str = "inline"
     resource_files: Mapping[str, str] = field(default_factory=dict)
     dm: DmRule = DmRule()
     grace_s: float | None = None
@@ -199,6 +200,26 @@ class TurnsPlan:
         )
 
 
+DEFAULT_LEASE_S = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskBoardPlan:
+    """The task-board mechanic: how long a claim lasts unrenewed, and who may assign."""
+
+    lease_s: float = DEFAULT_LEASE_S
+    leads: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> TaskBoardPlan:
+        lease = raw.get("lease")
+        try:
+            lease_s = parse_duration(str(lease)) if lease else DEFAULT_LEASE_S
+        except ValueError:
+            lease_s = DEFAULT_LEASE_S
+        return cls(lease_s=lease_s, leads=_texts(raw.get("leads")))
+
+
 @dataclass(frozen=True, slots=True)
 class EnvironmentPlan:
     shared_folder: bool = False
@@ -224,6 +245,7 @@ class RealmPlan:
     turns: TurnsPlan | None = None
     machine: Mapping[str, Any] | None = None
     """The declared state machine, as declared (the machine engine validates it)."""
+    task_board: TaskBoardPlan | None = None
     termination: tuple[Mapping[str, Any], ...] = ()
     """The declared termination conditions, as declared (the Warden parses them)."""
     environment: EnvironmentPlan = EnvironmentPlan()
@@ -327,6 +349,7 @@ def _agent(declared: Mapping[str, Any], resolved: Mapping[str, Any]) -> PlanAgen
             if isinstance(s, Mapping)
         ),
         local_skills=dict(_map(declared.get("local_skills"))),
+        skills_mode="on_demand" if declared.get("skills_mode") == "on_demand" else "inline",
         resource_files=dict(_map(declared.get("resource_files"))),
         dm=DmRule.parse(declared.get("private_messaging", resolved.get("private_messaging"))),
         grace_s=_grace(_map(declared.get("budget"))),
@@ -380,6 +403,13 @@ def _machine(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
+def _task_board(spec: Mapping[str, Any]) -> TaskBoardPlan | None:
+    for mechanic in _list(spec.get("mechanics")):
+        if isinstance(mechanic, Mapping) and mechanic.get("kind") == "task-board":
+            return TaskBoardPlan.parse(mechanic)
+    return None
+
+
 def _title(value: object) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
@@ -410,6 +440,7 @@ def _parse(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> RealmPl
         agents=_agents(project, run_config),
         turns=TurnsPlan.parse(raw_turns) if isinstance(raw_turns, Mapping) and raw_turns else None,
         machine=_machine(spec),
+        task_board=_task_board(spec),
         termination=tuple(_list(raw_end)),
         environment=_environment(spec, run_config),
         outputs=_texts(spec.get("outputs")),

@@ -25,6 +25,8 @@ from runtime.mcp_client import McpHub
 from runtime.model import ModelClient
 from runtime.prompt import IncomingEvent, envelope, system_prompt
 from runtime.resume import replay
+from runtime.skills import SOURCE as SKILLS_SOURCE
+from runtime.skills import load_skill_tool
 from runtime.tools import ToolRegistry
 from runtime.trace import Redactor, TraceWriter, TranscriptWriter
 
@@ -52,6 +54,9 @@ class Agent:
         self.registry = ToolRegistry(config.tools_allow, config.limits.tool_timeout_s)
         for tool in file_tools(Path(config.workspace)):
             self.registry.add_builtin(tool)
+        skills_tool = load_skill_tool(config.skills)
+        if skills_tool is not None:
+            self.registry.replace_source(SKILLS_SOURCE, [skills_tool])
         self.hub = McpHub(config.mcp_servers, self.registry, self.trace)
         self.model = ModelClient(config.model, config.limits, self.trace)
         self.loop: AgentLoop | None = None

@@ -96,6 +96,10 @@ class Limits(Record):
 class Skill(Record):
     name: str = field(metadata=constraint(min_length=1, max_length=100))
     text: str
+    description: str = ""
+    # An on-demand skill is only named (with its description) in the first prompt; the
+    # agent reads its text with load_skill(name).
+    on_demand: bool = False
 
 
 @dataclass(kw_only=True)

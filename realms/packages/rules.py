@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 from realms.packages.errors import PackageError, PackageWarning, expected, join_path, problem
 from realms.packages.machine import check_machine
 from realms.packages.schema.agent import BUILTIN_SKILLS, Agent, looks_like_secret
+from realms.packages.schema.common import parse_duration
 from realms.packages.schema.project import BUILTIN_RULESETS, Project
 from realms.packages.tools import GRANTABLE_TOOLS, REALMTOOLS_VERBS, config_errors
 
@@ -117,6 +118,16 @@ def _spec_rules(project: Project, manifest: str, roster: list[str], found: Findi
                     "machine_terminal needs a state-machine mechanic in spec.mechanics",
                 )
             )
+        if condition.type == "tasks_complete" and not any(
+            m.kind == "task-board" for m in spec.mechanics
+        ):
+            errors.append(
+                problem(
+                    manifest,
+                    f"{base}.type",
+                    "tasks_complete needs a task-board mechanic in spec.mechanics",
+                )
+            )
         if condition.match_mode == "regex":
             for name in ("pattern", "content_match"):
                 needle = getattr(condition, name)
@@ -155,6 +166,8 @@ def _spec_rules(project: Project, manifest: str, roster: list[str], found: Findi
                         manifest, f"{base}.machine", "only a state-machine mechanic takes a machine"
                     )
                 )
+        elif mechanic.kind == "task-board":
+            errors.extend(_task_board_rules(project, manifest, base, index))
         else:
             if mechanic.ruleset is not None:
                 errors.append(
@@ -170,6 +183,17 @@ def _spec_rules(project: Project, manifest: str, roster: list[str], found: Findi
                         "required field missing (a state-machine needs it)",
                     )
                 )
+    for index, mechanic in enumerate(spec.mechanics):
+        if mechanic.kind != "task-board":
+            for name in ("lease", "leads"):
+                if getattr(mechanic, name) is not None:
+                    errors.append(
+                        problem(
+                            manifest,
+                            f"spec.mechanics[{index}].{name}",
+                            "only a task-board mechanic takes " + name,
+                        )
+                    )
     machine_indexes = [i for i, m in enumerate(spec.mechanics) if m.kind == "state-machine"]
     for index in machine_indexes[1:]:
         errors.append(
@@ -376,3 +400,40 @@ def _tool_rules(project: Project, manifest: str, roster: list[str], found: Findi
                 "is false, so granted tools (" + ", ".join(sorted(granted)) + ") are not served",
             )
         )
+
+
+# A lease shorter than a model call would expire under an agent that is working.
+MIN_LEASE_S = 30.0
+MAX_LEASE_S = 86_400.0
+
+
+def _task_board_rules(project: Project, manifest: str, base: str, index: int) -> list[PackageError]:
+    """A task board: at most one, a lease in bounds, leads who are participants."""
+    errors: list[PackageError] = []
+    mechanic = project.spec.mechanics[index]
+    earlier = [m for m in project.spec.mechanics[:index] if m.kind == "task-board"]
+    if earlier:
+        errors.append(
+            problem(manifest, f"{base}.kind", "a project declares at most one task-board")
+        )
+    for name in ("ruleset", "machine"):
+        if getattr(mechanic, name) is not None:
+            errors.append(problem(manifest, f"{base}.{name}", "a task-board takes no " + name))
+    if mechanic.lease is not None:
+        seconds = parse_duration(mechanic.lease)
+        if not MIN_LEASE_S <= seconds <= MAX_LEASE_S:
+            errors.append(
+                expected(manifest, f"{base}.lease", "a duration from 30s to 1d", mechanic.lease)
+            )
+    participants = [a.id for a in project.participants]
+    for i, lead in enumerate(mechanic.leads or []):
+        if lead not in participants:
+            errors.append(
+                expected(
+                    manifest,
+                    f"{base}.leads[{i}]",
+                    "a participant of the roster (" + ", ".join(participants) + ")",
+                    lead,
+                )
+            )
+    return errors

@@ -39,6 +39,13 @@ REALMTOOLS_VERBS = frozenset(
         "game_set",
         "game_declaration",
         "table_talk",
+        "task_add",
+        "task_list",
+        "task_claim",
+        "task_release",
+        "task_complete",
+        "task_block",
+        "task_assign",
     }
 )
 

@@ -23,6 +23,7 @@ class Who(StrEnum):
     REFEREE = "referee"
     DM = "dm"
     GRANTED = "granted"
+    LEAD = "lead"  # the referee and the task board's leads
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Rule:
     machine: bool = False
     table: bool = False
     text: bool = False  # answers in text; refusals read "error: …"
+    board: bool = False  # only in realms with a task board
 
 
 RULES: dict[str, Rule] = {
@@ -56,6 +58,13 @@ RULES: dict[str, Rule] = {
     "game_declaration": Rule(Who.ANYONE, acts=False, machine=True),
     "table_talk": Rule(Who.REFEREE, acts=False, machine=True, table=True),
     "budget_status": Rule(Who.ANYONE, acts=False),
+    "task_add": Rule(Who.ANYONE, acts=True, board=True),
+    "task_list": Rule(Who.ANYONE, acts=False, board=True),
+    "task_claim": Rule(Who.PARTICIPANT, acts=True, board=True),
+    "task_release": Rule(Who.ANYONE, acts=True, board=True),
+    "task_complete": Rule(Who.PARTICIPANT, acts=True, board=True),
+    "task_block": Rule(Who.ANYONE, acts=True, board=True),
+    "task_assign": Rule(Who.LEAD, acts=True, board=True),
 }
 
 
@@ -84,6 +93,13 @@ def holds_grant(caller: Caller, name: str) -> bool:
 
 def _reason_hidden(name: str, rule: Rule, caller: Caller) -> str | None:
     facts = caller.facts
+    board = facts.plan.task_board
+    if rule.board and board is None:
+        return "this realm has no task board"
+    if rule.who is Who.LEAD and not (
+        caller.is_referee or (board is not None and caller.agent_id in board.leads)
+    ):
+        return f"only the referee or a lead may call {name}"
     if rule.who is Who.REFEREE and not caller.is_referee:
         return f"only the referee may call {name}"
     if rule.who is Who.PARTICIPANT and caller.is_referee:

@@ -17,7 +17,7 @@ from django.db import close_old_connections
 from mcp.server.fastmcp import Context, FastMCP
 
 from chronicle.values import BadValue, check_value
-from realms.realmtools import audit, catalogue
+from realms.realmtools import audit, catalogue, taskboard, taskboard_leases
 from realms.realmtools.context import Caller
 from realms.realmtools.errors import Refusal
 from realms.realmtools.facts import load_facts
@@ -69,6 +69,7 @@ def run_for(identity: Identity, name: str, fn: Callable[[Caller], Any]) -> Any:
     try:
         caller = Caller(identity, load_facts(identity.realm_id))
         rule = catalogue.check(name, caller)
+        _renew_leases(caller)
         problem = ARGUMENT_PROBLEM.get()
         if problem is not None:
             raise Refusal(problem)
@@ -93,6 +94,13 @@ def run_for(identity: Identity, name: str, fn: Callable[[Caller], Any]) -> Any:
         (time.monotonic() - started) * 1000,
     )
     return result
+
+
+def _renew_leases(caller: Caller) -> None:
+    """Any call by a claimant is work on its tasks: it renews their leases."""
+    board = caller.facts.plan.task_board
+    if board is not None and caller.facts.live:
+        taskboard_leases.renew(caller.realm_id, caller.agent_id, board)
 
 
 async def dispatch(ctx: Context[Any, Any, Any], name: str, fn: Callable[[Caller], Any]) -> Any:
@@ -238,3 +246,66 @@ def register(mcp: FastMCP[Any]) -> None:
     async def budget_status(ctx: Ctx) -> dict[str, Any]:
         """Your model spend so far, your cap and what is left."""
         return dict(await dispatch(ctx, "budget_status", budget.budget_status))
+
+    register_task_board(mcp)
+
+
+def register_task_board(mcp: FastMCP[Any]) -> None:
+    """The task board's verbs (shown only in realms whose spec enables the board)."""
+
+    @mcp.tool()
+    async def task_add(
+        title: str,
+        ctx: Ctx,
+        detail: str | None = None,
+        depends_on: list[int | str] | None = None,
+        assignee: str | None = None,
+    ) -> dict[str, Any]:
+        """Add a task to the board. depends_on: numbers of tasks that must be done before
+        this one can be claimed. assignee (referee or lead only): who alone may claim it."""
+        return dict(
+            await dispatch(
+                ctx,
+                "task_add",
+                lambda c: taskboard.task_add(c, title, detail, depends_on, assignee),
+            )
+        )
+
+    @mcp.tool()
+    async def task_list(ctx: Ctx, filter: str = "all") -> dict[str, Any]:
+        """The board. filter: all, open (claimable now), mine, claimed, blocked, done, or
+        waiting (dependencies not done yet)."""
+        return dict(await dispatch(ctx, "task_list", lambda c: taskboard.task_list(c, filter)))
+
+    @mcp.tool()
+    async def task_claim(id: int | str, ctx: Ctx) -> dict[str, Any]:
+        """Claim a task to work on it; exactly one claimant wins. Refused while its
+        dependencies are not done. Your tool calls and messages keep the claim alive."""
+        return dict(await dispatch(ctx, "task_claim", lambda c: taskboard.task_claim(c, id)))
+
+    @mcp.tool()
+    async def task_release(id: int | str, ctx: Ctx) -> dict[str, Any]:
+        """Give a task you hold back to the pool (a lead or the referee may release any)."""
+        return dict(await dispatch(ctx, "task_release", lambda c: taskboard.task_release(c, id)))
+
+    @mcp.tool()
+    async def task_complete(id: int | str, summary: str, ctx: Ctx) -> dict[str, Any]:
+        """Mark a task you hold done, with a short summary of what you delivered."""
+        return dict(
+            await dispatch(ctx, "task_complete", lambda c: taskboard.task_complete(c, id, summary))
+        )
+
+    @mcp.tool()
+    async def task_block(id: int | str, reason: str, ctx: Ctx) -> dict[str, Any]:
+        """Mark a task blocked, with the reason; it leaves your hands and can be claimed
+        again once the reason is dealt with."""
+        return dict(
+            await dispatch(ctx, "task_block", lambda c: taskboard.task_block(c, id, reason))
+        )
+
+    @mcp.tool()
+    async def task_assign(id: int | str, agent: str, ctx: Ctx) -> dict[str, Any]:
+        """Referee or lead: reserve a task for one participant ('none' lifts it)."""
+        return dict(
+            await dispatch(ctx, "task_assign", lambda c: taskboard.task_assign(c, id, agent))
+        )

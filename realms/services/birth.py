@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from realms.plan import PlanAgent, RealmPlan
 from realms.skills import builtin as builtin_skills
+from realms.skills.skillfile import SkillFileError, parse
 from runtime.birth import (
     BirthConfig,
     BusSettings,
@@ -42,7 +43,22 @@ def _skills(agent: PlanAgent, realm_plan: RealmPlan) -> list[Skill]:
                 out.append(Skill(name=name, text=text))
     for name, text in sorted(realm_plan.project_skills.items()):
         out.append(Skill(name=name, text=text))
+    if agent.skills_mode == "on_demand":
+        # The role's skill stays inline: it is how the apparatus works, needed at once.
+        out = out[:1] + [_on_demand(skill) for skill in out[1:]]
     return out
+
+
+def _on_demand(skill: Skill) -> Skill:
+    """A skill named in the first prompt with its front matter's description, its text
+    served by load_skill."""
+    try:
+        doc = parse(skill.text, default_name=skill.name)
+    except SkillFileError:
+        return Skill(name=skill.name, text=skill.text, on_demand=True)
+    if skill.name in builtin_skills.names() and not doc.description:
+        doc = builtin_skills.doc(skill.name)
+    return Skill(name=skill.name, text=doc.body, description=doc.description, on_demand=True)
 
 
 def _budget_note(cap_usd: float | None) -> str | None:

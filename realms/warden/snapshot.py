@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chronicle import selectors
+from chronicle import selectors, tasks
 from chronicle.kinds import Kind
 from chronicle.models import now_ms as _now_ms
 from ledger.services.spend import realm_spend
@@ -91,6 +91,8 @@ class LiveSnapshot:
     machine_terminal: frozenset[str] = frozenset()
     last_spend_ms: int | None = None
     referee_drives: bool = False
+    tasks_total: int = 0
+    tasks_done: int = 0
 
     @property
     def elapsed_s(self) -> float:
@@ -150,7 +152,7 @@ def build_snapshot(
         for ts, sender, channel, body in rows
     )
     activity = [m.ts_ms for m in seen if m.in_commons]
-    for kind in (Kind.PRIVATE, Kind.GAME):
+    for kind in (Kind.PRIVATE, Kind.GAME, Kind.TASK):
         last = selectors.events(realm_id, kind).order_by("-ts_ms", "-id").first()
         if last is not None:
             activity.append(last.ts_ms)
@@ -159,6 +161,7 @@ def build_snapshot(
     machine_state, terminal = machine_position(realm_id)
     # A realm known only to the Chronicle is planned from its ``running`` event.
     plan = plan_of(realm) if realm is not None else selectors.realm_plan(realm_id)
+    board = tasks.board(realm_id)
     return LiveSnapshot(
         realm_id=realm_id,
         now_ms=now,
@@ -175,6 +178,8 @@ def build_snapshot(
         machine_terminal=terminal,
         last_spend_ms=selectors.last_spend_ms(realm_id),
         referee_drives=plan.referee_opens,
+        tasks_total=len(board),
+        tasks_done=sum(t.state == "done" for t in board),
     )
 
 

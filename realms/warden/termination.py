@@ -232,6 +232,13 @@ def _machine(s: LiveSnapshot, c: Condition) -> str | None:
     return None
 
 
+def _tasks_complete(s: LiveSnapshot, c: Condition) -> str | None:
+    # An empty board is not a finished one: the team has not planned yet.
+    if s.tasks_total and s.tasks_done == s.tasks_total:
+        return f"all {s.tasks_total} tasks on the board are done"
+    return None
+
+
 def _manual(s: LiveSnapshot, c: Condition) -> str | None:
     return "stop requested by the operator" if s.stop_requested else None
 
@@ -253,6 +260,7 @@ _CHECKS = {
     "budget_exhausted": _budget,
     "referee_verdict": _verdict,
     "machine_terminal": _machine,
+    "tasks_complete": _tasks_complete,
     "manual": _manual,
     "no_active_participants": _no_participants,
 }

@@ -2,8 +2,8 @@
 
 Order: kickoff (once) → feed new Commons speech to the TurnManager → enforce new
 ELIMINATION events → silence handling → deliver PRIVATE events → machine wakes →
-termination check → the TurnManager's floor moves → traces → snapshot → budget
-policy → nudges → termination → the claim of the conclusion (``concluding``). The
+termination check → the TurnManager's floor moves → traces → stale task leases →
+snapshot → budget policy → nudges → termination → the claim of the conclusion (``concluding``). The
 teardown runs apart from the tick (``realms.warden.watch``): its grace period must not
 hold a worker's tick.
 
@@ -39,6 +39,7 @@ from realms.herald.reconcile import reconcile
 from realms.models import Realm, RealmAgent
 from realms.plan import plan_of
 from realms.realmtools.machine.service import due_idle_nudges
+from realms.realmtools.taskboard_leases import expire_leases
 from realms.services import traces
 from realms.services.conclude import begin_conclusion
 from realms.services.kickoff import kickoff_mentions, kickoff_text
@@ -349,6 +350,9 @@ def run_tick(realm_id: str) -> TickResult:
 
     if state.ticks % TRACE_EVERY_TICKS == 0:
         traces.ingest_all(realm_id)
+    board = plan_of(realm).task_board
+    if board is not None:
+        expire_leases(realm_id, board, now)
 
     _police(realm, result, ending)
     return result

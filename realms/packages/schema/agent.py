@@ -106,6 +106,11 @@ class AgentManifest(Strict):
     budget: Budget = Field(default_factory=Budget)
     tools: list[ToolName] = Field(default_factory=list, max_length=50)
     skills: list[SkillRef] = Field(default_factory=list, max_length=50)
+    skills_mode: Literal["inline", "on_demand"] = Field(
+        default="inline",
+        description="inline: every skill's text is in the first prompt; on_demand: only "
+        "names and descriptions, and the agent reads a skill with load_skill(name).",
+    )
     memory: Literal["ephemeral", "persistent"] = "ephemeral"
     private_messaging: PrivateMessaging = Field(default_factory=PrivateMessaging)
     goals: GoalList = Field(default_factory=list)

@@ -29,6 +29,7 @@ TerminationType = Literal[
     "machine_terminal",
     "manual",
     "no_active_participants",
+    "tasks_complete",
 ]
 TERMINATION_TYPES: tuple[str, ...] = get_args(TerminationType)
 BUILTIN_RULESETS = ("dominance", "high-bid", "low-bid", "plurality", "majority", "unanimous")
@@ -112,10 +113,20 @@ class TerminationCondition(Strict):
 
 
 class Mechanic(Strict):
-    kind: Literal["sealed-submit", "state-machine"]
+    kind: Literal["sealed-submit", "state-machine", "task-board"]
     ruleset: str | None = Field(default=None, max_length=120)
     config: dict[str, Any] = Field(default_factory=dict)
     machine: MachineDef | None = None
+    lease: Duration | None = Field(
+        default=None,
+        description="Task board: how long a claim lasts without work by its claimant "
+        "(default 10m).",
+    )
+    leads: list[ShortText] | None = Field(
+        default=None,
+        max_length=50,
+        description="Task board: participants who may assign tasks, besides the referee.",
+    )
 
 
 class ProjectSpec(Strict):

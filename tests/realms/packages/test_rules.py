@@ -142,7 +142,7 @@ CASES = [
         [
             f"{P}: spec.termination[0].type: expected one of duration, stall, file, message, "
             "budget_exhausted, referee_verdict, machine_terminal, manual, "
-            'no_active_participants; got "timeout"'
+            'no_active_participants, tasks_complete; got "timeout"'
         ],
     ),
     (
@@ -228,8 +228,8 @@ CASES = [
         project_with(mechanics=[{"kind": "lottery"}]),
         None,
         [
-            f"{P}: spec.mechanics[0].kind: expected one of sealed-submit, state-machine; got "
-            '"lottery"'
+            f"{P}: spec.mechanics[0].kind: expected one of sealed-submit, state-machine, "
+            'task-board; got "lottery"'
         ],
     ),
     (

@@ -85,3 +85,63 @@ def test_free_response_ungates_a_machine_realms_referee_too(tmp_path: Path) -> N
     assert realm.run_config["referee_sees_all"] is True
     gate = _referee_gate(realm)
     assert gate.admits("!commons:pit", f"@bp_{realm.realm_id}=fay:pit", "hello", {})
+
+
+MAPS_SKILL = "---\nname: maps\ndescription: Reading the realm's maps.\n---\nLegend first.\n"
+
+
+def _born_skills(tmp_path: Path, mode: str | None) -> list[dict[str, object]]:
+    from tests.fixtures.realms import build_realm
+
+    agent: dict[str, object] = {
+        "id": "alice",
+        "skills": [
+            {"source": "builtin", "ref": "collaborator"},
+            {"source": "local", "ref": "maps"},
+        ],
+    }
+    if mode is not None:
+        agent["skills_mode"] = mode
+    realm = build_realm(
+        agents=[agent], files={"skills/maps/SKILL.md": MAPS_SKILL}, root=tmp_path / mode_dir(mode)
+    )
+    birth = build_birth(
+        realm_id=realm.realm_id,
+        plan=plan_of(realm),
+        agent_id="alice",
+        mxid="@alice:pit",
+        access_token="token",
+        commons_room_id="!commons:pit",
+        dm_rooms={},
+        users={"alice": "@alice:pit"},
+        system_mxid="@bp_system:pit",
+        operator_mxid="@bp_operator:pit",
+        virtual_key="key",
+        model_name="scripted-medium",
+        realmtools_token=None,
+    )
+    return [s.model_dump() for s in birth.skills]
+
+
+def mode_dir(mode: str | None) -> str:
+    return mode or "default"
+
+
+def test_an_on_demand_agent_is_born_with_skills_named_and_described(tmp_path: Path) -> None:
+    inline = _born_skills(tmp_path, None)
+    # The package's skills/ folder holds maps, so it is a project skill as well.
+    assert [s["on_demand"] for s in inline] == [False, False, False, False]
+    born = _born_skills(tmp_path, "on_demand")
+    assert [(s["name"], s["on_demand"]) for s in born] == [
+        ("agent-basics", False),
+        ("collaborator", True),
+        ("maps", True),
+        ("maps", True),
+    ]
+    assert (
+        born[1]["description"] == "Opt-in for cooperative scenarios; work toward the shared goal."
+    )
+    assert (born[2]["description"], born[2]["text"]) == (
+        "Reading the realm's maps.",
+        "Legend first.",
+    )
