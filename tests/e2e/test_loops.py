@@ -72,7 +72,8 @@ def test_nudge_mode_nudges_the_echoing_agent_and_the_realm_runs_on(tmp_path: Pat
     assert len(nudges) == len(found)
     assert {p["agent"] for p in found} <= {"hawk", "dove"}
     # Each nudge mentions the agent its loop event names, in the same order.
-    assert [b.split(":")[0] for b in nudges] == [f"@{p['agent']}" for p in found]
+    named = [b.split(" ", 2)[1].rstrip(",") for b in nudges]
+    assert named == [p["agent"] for p in found]
     assert all(f"{p['agent']}, your last messages" in b for p, b in zip(found, nudges, strict=True))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
 
 from realms.packages.schema.agent import Agent, AgentManifest
 from realms.packages.schema.common import (
@@ -130,7 +131,11 @@ class LoopDetection(Strict):
     @model_validator(mode="after")
     def _repeats_fit(self) -> LoopDetection:
         if self.repeats > self.window:
-            raise ValueError(f"repeats ({self.repeats}) must not exceed window ({self.window})")
+            raise PydanticCustomError(
+                "repeats_over_window",
+                "repeats ({repeats}) must not exceed window ({window})",
+                {"repeats": self.repeats, "window": self.window},
+            )
         return self
 
 
