@@ -80,9 +80,7 @@ def test_nudge_mode_nudges_the_echoing_agent_and_the_realm_runs_on(tmp_path: Pat
 def test_a_realm_that_does_not_repeat_itself_is_untouched(tmp_path: Path) -> None:
     lines = ["Let us count the sheep.", "Seventeen goats arrived by train.", "Blue is a colour."]
     script = "idle: ''\nsteps:\n" + "".join(f"  - text: {json.dumps(t)}\n" for t in lines)
-    other = "idle: ''\nsteps:\n" + "".join(
-        f"  - text: {json.dumps(t[::-1])}\n" for t in lines
-    )
+    other = "idle: ''\nsteps:\n" + "".join(f"  - text: {json.dumps(t[::-1])}\n" for t in lines)
     folder = variant(
         tmp_path,
         "echo-healthy",

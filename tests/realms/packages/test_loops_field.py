@@ -15,9 +15,15 @@ P = "project.json"
     ("loops", "expected"),
     [
         ({"window": 6, "every": 2}, f"{P}: spec.loops.every: unknown field"),
-        ({"action": "stop"}, f'{P}: spec.loops.action: expected one of nudge, conclude; got "stop"'),
+        (
+            {"action": "stop"},
+            f'{P}: spec.loops.action: expected one of nudge, conclude; got "stop"',
+        ),
         ({"window": 1}, f"{P}: spec.loops.window: expected a number of at least 2; got 1"),
-        ({"threshold": 1.5}, f"{P}: spec.loops.threshold: expected a number of at most 1; got 1.5"),
+        (
+            {"threshold": 1.5},
+            f"{P}: spec.loops.threshold: expected a number of at most 1; got 1.5",
+        ),
         ({"repeats": "3"}, f'{P}: spec.loops.repeats: expected a whole number; got "3"'),
         (
             {"window": 3, "repeats": 4},
