@@ -2,8 +2,8 @@
 
 Order: kickoff (once) → feed new Commons speech to the TurnManager → enforce new
 ELIMINATION events → silence handling → deliver PRIVATE events → the loop watch over the
-new speech and traced tool calls (``spec.loops``) → machine wakes → termination check → the TurnManager's floor moves → traces → snapshot → budget
-policy → nudges → termination → the claim of the conclusion (``concluding``). The
+new speech and traced tool calls (``spec.loops``) → machine wakes → termination check →
+the TurnManager's floor moves → traces → snapshot → budget policy → nudges → termination → the claim of the conclusion (``concluding``). The
 teardown runs apart from the tick (``realms.warden.watch``): its grace period must not
 hold a worker's tick.
 
