@@ -5,8 +5,7 @@ ELIMINATION events → silence handling → deliver PRIVATE events → the loop 
 new speech and traced tool calls (``spec.loops``) → machine wakes → termination check →
 the TurnManager's floor moves → traces → snapshot → budget policy → nudges → termination →
 the claim of the conclusion (``concluding``). The teardown runs apart from the tick
-(``realms.warden.watch``): its grace period must not
-hold a worker's tick.
+(``realms.warden.watch``): its grace period must not hold a worker's tick.
 
 The TurnManager decides as speech comes in, but its floor moves are posted last: a
 DM sent with a floor-passing post reaches its recipient before that recipient's
