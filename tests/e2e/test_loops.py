@@ -93,3 +93,21 @@ def test_a_realm_that_does_not_repeat_itself_is_untouched(tmp_path: Path) -> Non
     assert loop_events(run) == []
     assert len(run.said("hawk")) == 3 and len(run.said("dove")) == 3
     assert not [b for b in run.system_posts() if "Repeating it" in b]
+
+
+def test_the_same_tool_call_over_and_over_concludes_as_loop(tmp_path: Path) -> None:
+    recall = (
+        "idle: ''\nloop: true\nsteps:\n  - tool_calls:\n      - {name: recall, arguments: {}}\n"
+    )
+    folder = variant(tmp_path, "echo-calls", {}, hawk=recall, dove="idle: ''\nsteps: []\n")
+    run = run_realm(tmp_path, folder)
+    assert_clean_ending(run, "loop")
+    (found,) = loop_events(run)
+    assert (found["agent"], found["what"], found["action"]) == ("hawk", "tool_calls", "conclude")
+    traced = {i: p for i, k, p in run.chron.events if k == "trace"}
+    # The evidence is the agent's own traced calls, by Chronicle id: the same call each time.
+    calls = [traced[ref] for ref in found["refs"]]
+    assert len(calls) == 3
+    assert all(c["type"] == "tool_call" and c["agent_id"] == "hawk" for c in calls)
+    assert {c["data"]["name"] for c in calls} == {"recall"}
+    assert found["detail"].startswith("hawk repeated itself: 3 identical tool calls")
