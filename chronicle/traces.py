@@ -27,6 +27,9 @@ from chronicle.services import record_event
 
 MAX_LINE_BYTES = 256 * 1024
 MAX_DATA_CHARS = 8000
+# A model call's record carries the request as the model saw it (the runtime bounds it,
+# far below the line limit) and its reply: kept whole for the agent's own view.
+MAX_DATA_CHARS_BY_TYPE = {"model_request": 200_000, "model_response": 40_000}
 MAX_EVENTS_PER_CALL = 2000
 
 
@@ -67,14 +70,14 @@ def _ts_ms(value: Any) -> int:
     return now_ms()
 
 
-def _bounded(data: Any) -> Any:
+def _bounded(data: Any, limit: int = MAX_DATA_CHARS) -> Any:
     try:
         text = json.dumps(data, ensure_ascii=False, default=str)
     except RecursionError:
         return {"truncated": True, "text": "(nested too deep to keep)"}
-    if len(text) <= MAX_DATA_CHARS:
+    if len(text) <= limit:
         return data
-    return {"truncated": True, "text": text[:MAX_DATA_CHARS]}
+    return {"truncated": True, "text": text[:limit]}
 
 
 def _read_from(path: Path, offset: int) -> tuple[bytes, int]:
@@ -114,6 +117,8 @@ def ingest_trace(realm_id: str, agent_id: str, path: Path) -> int:
                 run_id = str(record.get("run_id", ""))[:80]
                 if run_id == last_run and record["seq"] <= last_seq:
                     continue
+                kind = str(record.get("type", ""))[:40]
+                limit = MAX_DATA_CHARS_BY_TYPE.get(kind, MAX_DATA_CHARS)
                 record_event(
                     realm_id,
                     Kind.TRACE,
@@ -121,10 +126,10 @@ def ingest_trace(realm_id: str, agent_id: str, path: Path) -> int:
                         "agent_id": agent_id,
                         "run_id": run_id,
                         "seq": record["seq"],
-                        "type": str(record.get("type", ""))[:40],
+                        "type": kind,
                         "turn": record.get("turn"),
                         "step": record.get("step"),
-                        "data": _bounded(record.get("data", {})),
+                        "data": _bounded(record.get("data", {}), limit),
                         "offset": position,
                     },
                     ts_ms=_ts_ms(record.get("ts")),

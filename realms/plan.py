@@ -221,6 +221,26 @@ class TaskBoardPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class LoopsPlan:
+    """``spec.loops``: how many of an agent's own last acts are compared, how alike two
+    messages must be to count as one, how many alike acts make a loop, and what follows."""
+
+    window: int = 6
+    threshold: float = 0.9
+    repeats: int = 3
+    action: Literal["nudge", "conclude"] = "nudge"
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> LoopsPlan:
+        return cls(
+            window=int(raw.get("window") or 6),
+            threshold=float(raw.get("threshold") or 0.9),
+            repeats=int(raw.get("repeats") or 3),
+            action="conclude" if raw.get("action") == "conclude" else "nudge",
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class EnvironmentPlan:
     shared_folder: bool = False
     network_egress: str = "model_only"
@@ -257,6 +277,8 @@ class RealmPlan:
     referee_sees_all: bool = False
     referee_opens: bool = False
     stall_nudge: bool = True
+    loops: LoopsPlan | None = None
+    """Loop and echo detection; ``None`` (the default) watches for nothing."""
     realmtools: bool = False
     free_response: bool = False
     parameters: Mapping[str, object] = field(default_factory=dict)
@@ -451,6 +473,7 @@ def _parse(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> RealmPl
         referee_sees_all=bool(run_config.get("referee_sees_all")),
         referee_opens=bool(opens),
         stall_nudge=bool(run_config.get("stall_nudge", True)),
+        loops=LoopsPlan.parse(spec["loops"]) if isinstance(spec.get("loops"), Mapping) else None,
         realmtools=bool(run_config.get("realmtools")),
         free_response=bool(run_config.get("free_response")),
         parameters={str(k): v for k, v in _map(run_config.get("parameters")).items()},

@@ -24,6 +24,7 @@ from runtime.model import (
     ModelReply,
     ProviderError,
 )
+from runtime.request_record import RequestRecorder, reply_record
 from runtime.resume import repair
 from runtime.tools import Outcome, ToolCall, ToolRegistry, ToolResult, parse_arguments
 from runtime.trace import TraceWriter, TranscriptWriter
@@ -91,6 +92,7 @@ class AgentLoop:
         # Set by a reply cut at max_tokens; said once, on the next model call, whether
         # that is later in the same turn or on the next wake.
         self._pending_note: str | None = None
+        self._requests = RequestRecorder()
         self._append({"role": "system", "content": system_prompt})
 
     # -- history -------------------------------------------------------------------------
@@ -176,6 +178,7 @@ class AgentLoop:
                 messages=len(self.messages),
                 tools=len(tools),
                 estimated_tokens=self.estimated_tokens(),
+                request=self._requests.record(body, tools),
             )
             try:
                 reply = await self.model.complete(
@@ -201,6 +204,7 @@ class AgentLoop:
                 },
                 latency_ms=round(reply.latency_s * 1000),
                 tool_calls=[{"id": c.id, "name": c.name} for c in reply.tool_calls],
+                reply=reply_record(reply.content, reply.tool_calls),
             )
             if reply.finish_reason == "length":
                 self._note_cut(reply, int(body.get("max_tokens") or 0))

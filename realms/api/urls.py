@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from realms.api import machine, outputs, packages, realms, runs, skills
+from realms.api import agent_view, machine, outputs, packages, realms, runs, skills
 
 urlpatterns = [
     path("realms", realms.RealmListView.as_view(), name="api-realms"),
@@ -33,6 +33,11 @@ urlpatterns = [
         "realms/<str:realm_id>/machine",
         machine.RealmMachineView.as_view(),
         name="api-realm-machine",
+    ),
+    path(
+        "realms/<str:realm_id>/agents/<str:agent>/view",
+        agent_view.AgentViewView.as_view(),
+        name="api-realm-agent-view",
     ),
     path("runs", runs.RunsView.as_view(), name="api-runs"),
     path("packages", packages.PackageListView.as_view(), name="api-packages"),

@@ -266,6 +266,15 @@ _CHECKS = {
 }
 
 
+LOOP = "loop"
+"""Not a declarable condition: the kind of an ending ``spec.loops`` (action ``conclude``)
+decided, from an agent found repeating itself (:mod:`realms.warden.loops`)."""
+
+
+def loop_conclusion(detail: str) -> Conclusion:
+    return Conclusion(LOOP, detail)
+
+
 def realm_conditions(plan: RealmPlan) -> list[Condition]:
     """The realm's declared conditions, checkable (the plan says which dict declares them)."""
     return parse_conditions(plan.termination)

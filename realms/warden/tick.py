@@ -1,11 +1,12 @@
 """One Warden tick over a running realm.
 
 Order: kickoff (once) → feed new Commons speech to the TurnManager → enforce new
-ELIMINATION events → silence handling → deliver PRIVATE events → machine wakes →
-termination check → the TurnManager's floor moves → traces → stale task leases →
-snapshot → budget policy → nudges → termination → the claim of the conclusion (``concluding``). The
-teardown runs apart from the tick (``realms.warden.watch``): its grace period must not
-hold a worker's tick.
+ELIMINATION events → silence handling → deliver PRIVATE events → the loop watch over the
+new speech and traced tool calls (``spec.loops``) → machine wakes → termination check →
+the TurnManager's floor moves → traces → stale task leases → snapshot → budget policy →
+nudges → termination → the claim of the conclusion (``concluding``). The teardown runs
+apart from the tick (``realms.warden.watch``): its grace period must not hold a worker's
+tick.
 
 The TurnManager decides as speech comes in, but its floor moves are posted last: a
 DM sent with a floor-passing post reaches its recipient before that recipient's
@@ -43,7 +44,7 @@ from realms.realmtools.taskboard_leases import expire_leases
 from realms.services import traces
 from realms.services.conclude import begin_conclusion
 from realms.services.kickoff import kickoff_mentions, kickoff_text
-from realms.warden import budget, nudges, termination
+from realms.warden import budget, loops, nudges, termination
 from realms.warden.dms import Deliver, DmLedger, Notice, Private, plan_deliveries
 from realms.warden.models import WardenState
 from realms.warden.snapshot import LiveSnapshot, build_snapshot
@@ -317,10 +318,13 @@ def run_tick(realm_id: str) -> TickResult:
         )
         result.deliveries = _deliver(realm_id, plan)
     games: list[Event] = streams["game"].read(events.filter(kind=Kind.GAME))
+    looping = _watch_loops(realm, cursors, speech, streams, events, system_events)
     # Termination first: a realm that ends at this tick wakes, nudges and hands the floor
     # to nobody. The check costs a snapshot, so it is made only when something would post.
     posts = _moves_floor(moves) or _wake_list(games) or due_idle_nudges(realm_id, now)
     ending = _conclusion(realm) if posts else None
+    if ending is None and looping is not None:
+        ending = termination.loop_conclusion(looping.detail)
     if ending is None:
         _wakes(realm_id, games)
         system_events += _idle_nudges(realm_id, now)
@@ -356,6 +360,48 @@ def run_tick(realm_id: str) -> TickResult:
 
     _police(realm, result, ending)
     return result
+
+
+def _watch_loops(
+    realm: Realm,
+    cursors: dict[str, Any],
+    speech: Sequence[Message],
+    streams: dict[str, Stream],
+    events: QuerySet[Event],
+    system_events: list[dict[str, Any]],
+) -> loops.Loop | None:
+    """Loop and echo detection over this tick's new speech and traced tool calls: nudge
+    the agent, or return the loop that ends the realm (``spec.loops.action``)."""
+    plan = plan_of(realm).loops
+    if plan is None:
+        return None
+    # Only realms that watch for loops read (and so advance) the tool-call stream.
+    stream = streams.setdefault("tool_call", Stream(cursors, "tool_call"))
+    traced: list[Event] = stream.read(events.filter(kind=Kind.TRACE, payload__type="tool_call"))
+    found = loops.watch(
+        plan,
+        cursors,
+        [loops.Spoken(m.id, m.ts_ms, m.sender_agent, m.body) for m in speech],
+        [_called(e) for e in traced],
+    )
+    for loop in found:
+        system_events.append(loop.event(plan.action))
+        if plan.action == "nudge":
+            posting.announce(realm.realm_id, loop.nudge_text(), [loop.agent])
+    return loops.first_ending(found, plan)
+
+
+def _called(event: Event) -> loops.Called:
+    payload = event.payload if isinstance(event.payload, dict) else {}
+    raw = payload.get("data")
+    data: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    return loops.Called(
+        event.id,
+        event.ts_ms,
+        str(payload.get("agent_id") or ""),
+        str(data.get("name") or ""),
+        data.get("arguments"),
+    )
 
 
 def _moves_floor(actions: Sequence[Action]) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BeforeValidator, Field, WithJsonSchema
+from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
 
 from realms.packages.schema.agent import Agent, AgentManifest
 from realms.packages.schema.common import (
@@ -129,6 +130,26 @@ class Mechanic(Strict):
     )
 
 
+class LoopDetection(Strict):
+    """The Warden's watch for an agent repeating itself (near-identical messages, or the
+    same tool call with the same arguments) among its own last ``window`` acts."""
+
+    window: int = Field(default=6, ge=2, le=100)
+    threshold: float = Field(default=0.9, ge=0.5, le=1.0)
+    repeats: int = Field(default=3, ge=2, le=100)
+    action: Literal["nudge", "conclude"] = "nudge"
+
+    @model_validator(mode="after")
+    def _repeats_fit(self) -> LoopDetection:
+        if self.repeats > self.window:
+            raise PydanticCustomError(
+                "repeats_over_window",
+                "repeats ({repeats}) must not exceed window ({window})",
+                {"repeats": self.repeats, "window": self.window},
+            )
+        return self
+
+
 class ProjectSpec(Strict):
     goals: GoalList = Field(default_factory=list)
     guidelines: LongText | None = None
@@ -139,6 +160,7 @@ class ProjectSpec(Strict):
     mechanics: list[Mechanic] = Field(default_factory=list)
     turns: Turns | None = None
     stall_nudge: bool = True
+    loops: LoopDetection | None = None
     referee_opens: bool = False
     provide_tools: bool = True
     tools: dict[ToolName, dict[str, Any]] = Field(default_factory=dict)
