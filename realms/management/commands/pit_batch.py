@@ -71,8 +71,6 @@ class Command(ForegroundCommand):
             if batch is None:
                 raise CommandError(f"--resume {options['resume']!r}: no such batch")
             return batch
-        if not options["path"] or options["n"] is None:
-            raise CommandError("give PACKAGE and -n N (or --resume BATCH)")
         intended = [k.strip() for k in (options["intended"] or "").split(",") if k.strip()]
         try:
             return create_batch(
@@ -91,21 +89,24 @@ class Command(ForegroundCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         quiet_logs(options["verbosity"])
-        batch = self._batch(options)
-        try:
-            choice = choose_provider(
-                options.get("provider") or batch.provider or None,
-                allow_fallback=options["allow_provider_fallback"],
-            )
-        except LaunchError as exc:
-            raise CommandError("\n  ".join(exc.problems)) from exc
-        if choice.note:
-            self.say(f"provider: {choice.note}")
+        if not options["resume"] and (not options["path"] or options["n"] is None):
+            raise CommandError("give PACKAGE and -n N (or --resume BATCH)")
         platform = EmbeddedPlatform(self.say)
         interrupts = Interrupts().install()
         try:
+            # The platform first: its start migrates a fresh home's database.
             if not self.start_platform(platform):
                 return
+            batch = self._batch(options)
+            try:
+                choice = choose_provider(
+                    options.get("provider") or batch.provider or None,
+                    allow_fallback=options["allow_provider_fallback"],
+                )
+            except LaunchError as exc:
+                raise CommandError("\n  ".join(exc.problems)) from exc
+            if choice.note:
+                self.say(f"provider: {choice.note}")
             runner = BatchRunner(batch.batch_id, choice, self.say)
             try:
                 runner.run()
