@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from realms.api import machine, outputs, packages, realms, runs, skills
+from realms.api import batches, machine, outputs, packages, realms, runs, skills
 
 urlpatterns = [
     path("realms", realms.RealmListView.as_view(), name="api-realms"),
@@ -35,6 +35,8 @@ urlpatterns = [
         name="api-realm-machine",
     ),
     path("runs", runs.RunsView.as_view(), name="api-runs"),
+    path("batches", batches.BatchListView.as_view(), name="api-batches"),
+    path("batches/<str:batch_id>", batches.BatchDetailView.as_view(), name="api-batch"),
     path("packages", packages.PackageListView.as_view(), name="api-packages"),
     path(
         "packages/import-zip", packages.PackageImportZipView.as_view(), name="api-packages-import"

@@ -112,7 +112,9 @@ def summary(batch: Batch) -> dict[str, Any]:
     done = results(batch)
     n = len(done)
     k = sum(r.intended for r in done)
-    agents = sorted({a for r in done for a in r.spend_by_agent} | {w for r in done for w in r.winners})
+    agents = sorted(
+        {a for r in done for a in r.spend_by_agent} | {w for r in done for w in r.winners}
+    )
     cells: dict[str, list[RunResult]] = {}
     for r in done:
         cells.setdefault(json.dumps(r.parameters, sort_keys=True), []).append(r)
@@ -137,7 +139,10 @@ def summary(batch: Batch) -> dict[str, Any]:
         "outcomes": dict(Counter(r.outcome for r in done).most_common()),
         "terminations": dict(Counter(r.termination for r in done).most_common()),
         "win_rates": {
-            a: {"wins": sum(a in r.winners for r in done), "rate": round(sum(a in r.winners for r in done) / n, 6)}
+            a: {
+                "wins": sum(a in r.winners for r in done),
+                "rate": round(sum(a in r.winners for r in done) / n, 6),
+            }
             for a in agents
         }
         if n
@@ -171,7 +176,7 @@ def headline(data: dict[str, Any]) -> str:
     return (
         f"{rate['k']} of {rate['n']} reached the intended ending "
         f"({', '.join(data['intended_endings'])}): {rate['rate']:.0%}, "
-        f"95% CI {low:.0%}–{high:.0%}"
+        f"95% CI {low:.0%} to {high:.0%}"
     )
 
 
@@ -190,7 +195,7 @@ def markdown(data: dict[str, Any]) -> str:
         for cell in data["by_parameters"]:
             low, high = cell["wilson95"]
             values = ", ".join(f"{k}={v}" for k, v in cell["parameters"].items())
-            lines.append(f"- {values}: {cell['k']} of {cell['n']} (95% CI {low:.0%}–{high:.0%})")
+            lines.append(f"- {values}: {cell['k']} of {cell['n']} (95% CI {low:.0%} to {high:.0%})")
         lines.append("")
     lines += ["## Terminations", ""]
     lines += [f"- {kind}: {count}" for kind, count in data["terminations"].items()] or ["- none"]
@@ -214,7 +219,13 @@ def markdown(data: dict[str, Any]) -> str:
     found = data["integrity"]["findings"]
     lines += ["", "## Integrity findings", ""]
     lines += [f"- {code}: {count} realm(s)" for code, count in found.items()] or ["- none"]
-    lines += ["", "## Runs", "", "| # | realm | parameters | ended by | outcome | spend |", "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Runs",
+        "",
+        "| # | realm | parameters | ended by | outcome | spend |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in data["runs"]:
         params = ", ".join(f"{k}={v}" for k, v in r["parameters"].items()) or "—"
         outcome = (r["outcome"] or "").replace("|", "\\|").replace("\n", " ")[:80]

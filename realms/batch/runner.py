@@ -36,7 +36,7 @@ def _label(batch: Batch, index: int) -> str:
 
 
 def _index_of(batch: Batch, realm_id: str) -> int:
-    return next(r["index"] for r in batch.runs if r["realm_id"] == realm_id)
+    return int(next(r["index"] for r in batch.runs if r["realm_id"] == realm_id))
 
 
 class BatchRunner:

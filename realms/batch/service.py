@@ -20,6 +20,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from realms.batch.report import write_report
 from realms.models import Batch, Realm
 from realms.packages.parameters import (
     missing_parameters,
@@ -27,7 +28,8 @@ from realms.packages.parameters import (
     validate_parameter_values,
 )
 from realms.packages.schema.project import TERMINATION_TYPES
-from realms.services.launch import LaunchError, load_project, realm_slug
+from realms.services.launch import LaunchError, LaunchOptions, load_project, realm_slug
+from realms.services.queue import QueueRefused, queue_realm
 
 # What counts as "reached the intended ending" when a package does not say: an ending
 # the scenario itself produced, as opposed to a limit, a stall or an operator.
@@ -209,4 +211,40 @@ def finish_batch(batch_id: str) -> Batch:
         batch.state = Batch.State.FINISHED
         batch.finished_at = timezone.now()
         batch.save(update_fields=["state", "finished_at"])
+    return batch
+
+
+def advance_batch(batch_id: str, capacity: int) -> Batch:
+    """Move a batch the API started along: queue runs while it has room (its own
+    concurrency and the installation's capacity), and once every run has ended, finish
+    it and write its report. The realms themselves are provisioned and ticked by
+    whatever runs the API's realms (the workers, or ``pit_serve``)."""
+    batch = Batch.objects.get(batch_id=batch_id)
+    if batch.state == Batch.State.FINISHED:
+        return batch
+    state = progress(batch)
+    live = len(state.live)
+    for index in sorted(state.rerun + state.unstarted):
+        if live >= batch.concurrency:
+            break
+        try:
+            realm = queue_realm(
+                batch.package_name,
+                LaunchOptions(
+                    parameters=dict(batch.runs[index]["parameters"]),
+                    provider=batch.provider or None,
+                ),
+                capacity=capacity,
+            )
+        except QueueRefused as exc:
+            if exc.status == 429:  # at capacity: the next read tries again
+                break
+            raise
+        record_realm(batch_id, index, realm.realm_id)
+        live += 1
+    batch = Batch.objects.get(batch_id=batch_id)
+    state = progress(batch)
+    if not (state.unstarted or state.rerun or state.live):
+        batch = finish_batch(batch_id)
+        write_report(batch)
     return batch

@@ -137,9 +137,7 @@ def _past(package: str) -> tuple[int, dict[str, Spread | None], Spread | None, S
     )
 
 
-def _binds_first(
-    agents: list[AgentForecast], duration: float | None, stall: float | None
-) -> str:
+def _binds_first(agents: list[AgentForecast], duration: float | None, stall: float | None) -> str:
     capped = [a for a in agents if a.seconds_to_cap is not None]
     first = min(capped, key=lambda a: a.seconds_to_cap or 0.0) if capped else None
     horizon = duration if duration is not None else OPEN_ENDED_S

@@ -22,13 +22,13 @@ from django.conf import settings
 
 from ledger.tokens import count_messages
 from realms.herald.localparts import agent_localpart
+from realms.herald.posting import message_content
 from realms.plan import PlanAgent, RealmPlan
 from realms.realmtools import catalogue
 from realms.realmtools.context import Caller
 from realms.realmtools.facts import load_facts
 from realms.realmtools.identity import Identity
 from realms.services.birth import build_birth
-from realms.herald.posting import message_content
 from realms.services.kickoff import kickoff_mentions, kickoff_text
 from runtime.filetools import file_tools
 from runtime.prompt import IncomingEvent, envelope, system_prompt
@@ -55,6 +55,8 @@ async def _no_handler(arguments: dict[str, Any]) -> Any:  # never called: a list
 
 
 def _realmtools(realm_id: str, plan: RealmPlan, agent: PlanAgent) -> list[ToolDefinition]:
+    from mcp.server.fastmcp import FastMCP
+
     from realms.realmtools import granted
     from realms.realmtools.server import build_mcp
 
@@ -67,10 +69,13 @@ def _realmtools(realm_id: str, plan: RealmPlan, agent: PlanAgent) -> list[ToolDe
     )
     allowed = set(catalogue.visible_names(Caller(identity, load_facts(realm_id))))
     mcp = build_mcp()
-    listed = asyncio.run(type(mcp).__mro__[1].list_tools(mcp))  # FastMCP's own, unfiltered
+    listed = asyncio.run(FastMCP.list_tools(mcp))  # the unfiltered listing
     defs = [
         ToolDefinition(
-            t.name, t.description or t.name, t.inputSchema or {"type": "object"}, _no_handler,
+            t.name,
+            t.description or t.name,
+            t.inputSchema or {"type": "object"},
+            _no_handler,
             source=_SOURCE,
         )
         for t in listed
@@ -119,7 +124,7 @@ def first_request(realm_id: str, plan: RealmPlan, agent_id: str, model: str) -> 
         kind="message",
         sender="system",
         room="Commons",
-        room_id=birth.bus.commons_room_id,
+        room_id=_ROOM.format(server=server),
         # As the Warden posts it: the mentioned agents' ids lead the text.
         body=message_content(kickoff_text(plan), [users[a] for a in kickoff_mentions(plan)])[
             "body"

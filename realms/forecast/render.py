@@ -30,12 +30,12 @@ def lines(f: Forecast) -> list[str]:
         cap = _usd(a.cap_usd) if a.cap_usd is not None else "no cap"
         out.append(
             f"  {a.agent_id} ({a.role}, {a.model}): first request {a.first_request_tokens} "
-            f"tokens, {len(a.tools)} tools; {_usd(a.cost_low)}–{_usd(a.cost_high)} "
+            f"tokens, {len(a.tools)} tools; {_usd(a.cost_low)} to {_usd(a.cost_high)} "
             f"against cap {cap}{_past(a.past_spend)}"
         )
     limit = f"{f.duration_limit_s:.0f}s" if f.duration_limit_s is not None else "none"
     out.append(
-        f"  total: {_usd(f.cost_low)}–{_usd(f.cost_high)}; duration up to "
+        f"  total: {_usd(f.cost_low)} to {_usd(f.cost_high)}; duration up to "
         f"{f.duration_high_s:.0f}s against time limit {limit}"
         + (f", stall limit {f.stall_limit_s:.0f}s" if f.stall_limit_s is not None else "")
     )

@@ -7,34 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from realms.forecast.estimate import forecast
-from realms.forecast.render import as_dict, lines
+from realms.forecast.render import as_dict
 from realms.management.commands.pit_up import parse_params
-from realms.services.launch import LaunchError, LaunchOptions
-from realms.services.providers import choose_provider
-
-
-def forecast_lines(path: Path, options: dict[str, Any]) -> list[str]:
-    """The forecast of ``path`` as printed lines (``pit_up --forecast`` shares it)."""
-    try:
-        choice = choose_provider(
-            options.get("provider"), allow_fallback=options.get("allow_provider_fallback", False)
-        )
-        found = forecast(
-            path,
-            LaunchOptions(
-                realm_id=options.get("realm"),
-                parameters=parse_params(options.get("param") or []),
-                allow_missing_parameters=bool(options.get("yes")),
-                choice=choice,
-            ),
-        )
-    except LaunchError as exc:
-        raise CommandError("forecast refused:\n  " + "\n  ".join(exc.problems)) from exc
-    return ([f"provider: {choice.note}"] if choice.note else []) + lines(found)
+from realms.management.forecasting import forecast_lines, run_forecast
 
 
 class Command(BaseCommand):
@@ -54,22 +31,15 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the forecast as JSON")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        call_command("migrate", interactive=False, verbosity=0)
+        found, note = run_forecast(
+            Path(options["path"]),
+            parse_params(options["param"]),
+            provider=options.get("provider"),
+            realm_id=options.get("realm"),
+            allow_missing=options["yes"],
+        )
         if options["json"]:
-            try:
-                choice = choose_provider(options.get("provider"), allow_fallback=False)
-                found = forecast(
-                    Path(options["path"]),
-                    LaunchOptions(
-                        realm_id=options.get("realm"),
-                        parameters=parse_params(options["param"]),
-                        allow_missing_parameters=options["yes"],
-                        choice=choice,
-                    ),
-                )
-            except LaunchError as exc:
-                raise CommandError("forecast refused:\n  " + "\n  ".join(exc.problems)) from exc
             self.stdout.write(json.dumps(as_dict(found), indent=2))
             return
-        for line in forecast_lines(Path(options["path"]), options):
+        for line in forecast_lines(found, note):
             self.stdout.write(line)

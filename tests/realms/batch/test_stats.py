@@ -44,5 +44,6 @@ def test_quantiles_interpolate_between_order_statistics() -> None:
     assert quantile([5.0], 0.9) == 5.0
     got = spread([2.0, 4.0])
     assert got is not None
-    assert (got.median, got.p90, got.max) == (3.0, pytest.approx(3.8), 4.0)
+    assert (got.median, got.max) == (3.0, 4.0)
+    assert got.p90 == pytest.approx(3.8)
     assert spread([]) is None

@@ -88,7 +88,7 @@ def test_a_known_mix_of_endings_gives_k_of_n_and_its_interval(tmp_path: Path) ->
     assert data["spend_usd"]["max"] > 0
     assert data["duration_s"]["max"] >= 6  # the lose run lasted its whole time limit
     assert "2 of 3 reached the intended ending" in text
-    assert "95% CI 21%–94%" in text
+    assert "95% CI 21% to 94%" in text
     markdown = (home / "batches" / match.group(1) / "report.md").read_text(encoding="utf-8")
     assert "**2 of 3 reached the intended ending" in markdown
     # One line per realm as it ends.
