@@ -9,9 +9,11 @@ end; a restarted server loses nothing, since the row lists every run's realm.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -31,8 +33,10 @@ from realms.batch.service import (
     progress,
 )
 from realms.library import services as library
-from realms.models import Batch, Realm
+from realms.models import Batch, Realm, Scenario
 from realms.services.queue import LaunchError, QueueRefused
+
+BATCH_ID = re.compile(r"batch-[a-z0-9-]{1,74}")
 
 
 class BatchStart(StrictSerializer):
@@ -116,19 +120,9 @@ class BatchListView(OperatorAPIView):
             except library.LibraryError as exc:
                 return refusal(404, str(exc))
         try:
-            batch = create_batch(
-                BatchRequest(
-                    package=library.materialize(scenario),
-                    count=data["n"],
-                    concurrency=data["concurrency"],
-                    parameters={k: _text(v) for k, v in data["parameters"].items()},
-                    grid={k: [_text(v) for v in vs] for k, vs in data["grid"].items()},
-                    provider=data["provider"],
-                    intended=data["intended"],
-                    package_name=data["package"],
-                )
-            )
-            batch = advance_batch(batch.batch_id, settings.BEARPIT_MAX_ACTIVE_REALMS)
+            # One transaction: a batch whose first runs cannot be queued is not kept.
+            with transaction.atomic():
+                batch = self._start(data, scenario)
         except BatchError as exc:
             return Response(
                 {"error": "batch refused", "problems": exc.problems},
@@ -143,12 +137,28 @@ class BatchListView(OperatorAPIView):
             )
         return Response(_answer(batch), status=status.HTTP_201_CREATED)
 
+    def _start(self, data: dict[str, Any], scenario: Scenario) -> Batch:
+        batch = create_batch(
+            BatchRequest(
+                package=library.materialize(scenario),
+                count=data["n"],
+                concurrency=data["concurrency"],
+                parameters={k: _text(v) for k, v in data["parameters"].items()},
+                grid={k: [_text(v) for v in vs] for k, vs in data["grid"].items()},
+                provider=data["provider"],
+                intended=data["intended"],
+                package_name=data["package"],
+            )
+        )
+        return advance_batch(batch.batch_id, settings.BEARPIT_MAX_ACTIVE_REALMS)
+
 
 class BatchDetailView(OperatorAPIView):
     @extend_schema(operation_id="batch_status", responses={200: BatchAnswer, 404: Error})
     def get(self, request: Request, batch_id: str) -> Response:
         parse_query(EmptyRequest, request.query_params)
-        if not Batch.objects.filter(batch_id=batch_id).exists():
+        # An id no batch can have is not looked up (a NUL would not reach the database).
+        if not BATCH_ID.fullmatch(batch_id) or not Batch.objects.filter(batch_id=batch_id).exists():
             raise not_found(f"batch {batch_id!r}: no such batch")
         try:
             batch = advance_batch(batch_id, settings.BEARPIT_MAX_ACTIVE_REALMS)

@@ -16,7 +16,8 @@ from realms.models import Batch, Realm
 from realms.services.conclude import interrupt_realm
 from tests.realms.api.conftest import Api, check_answer, drained
 
-pytestmark = [pytest.mark.timeout(90), pytest.mark.django_db]
+# The hand-off to the worker happens when the launch commits: real transactions.
+pytestmark = [pytest.mark.timeout(90), pytest.mark.django_db(transaction=True)]
 
 PACKAGE = Path(__file__).resolve().parents[1] / "batch" / "packages" / "two-endings"
 
