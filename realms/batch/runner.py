@@ -45,6 +45,7 @@ class BatchRunner:
         self.choice = choice
         self.say = say
         self.live: list[str] = []
+        self._said_full = False
 
     def batch(self) -> Batch:
         return Batch.objects.get(batch_id=self.batch_id)
@@ -78,7 +79,14 @@ class BatchRunner:
         waiting = sorted(state.rerun + state.unstarted)
         while waiting and len(self.live) < batch.concurrency:
             if active_realms() >= settings.BEARPIT_MAX_ACTIVE_REALMS:
+                if not self.live and not self._said_full:
+                    self.say(
+                        f"waiting: {settings.BEARPIT_MAX_ACTIVE_REALMS} realms are active "
+                        "(BEARPIT_MAX_ACTIVE_REALMS); the next run starts when one ends"
+                    )
+                    self._said_full = True
                 break
+            self._said_full = False
             self._start(batch, waiting.pop(0))
             batch = self.batch()
         return bool(waiting)
