@@ -30,6 +30,7 @@ class RunResult:
     intended: bool
     outcome: str
     winners: list[str]
+    referees: list[str]
     duration_s: float | None
     spend_usd: float
     spend_by_agent: dict[str, float]
@@ -73,6 +74,7 @@ def run_result(run: dict[str, Any], realm: Realm, intended: list[str]) -> RunRes
         intended=kind in intended,
         outcome=realm.outcome or (ended.evidence if ended else ""),
         winners=winners_of(realm_id, agents),
+        referees=list(realm.agents.filter(role="referee").values_list("agent_id", flat=True)),
         duration_s=_duration_s(realm),
         spend_usd=round(sum(spend.values()), 8),
         spend_by_agent=spend,
@@ -119,6 +121,9 @@ def summary(batch: Batch) -> dict[str, Any]:
     for r in done:
         cells.setdefault(json.dumps(r.parameters, sort_keys=True), []).append(r)
     findings = Counter(code for r in done for code in r.findings)
+    # A referee judges; it is never a contender.
+    referees = {a for r in done for a in r.referees}
+    players = [a for a in agents if a not in referees]
     return {
         "batch_id": batch.batch_id,
         "package": batch.package_name,
@@ -143,7 +148,7 @@ def summary(batch: Batch) -> dict[str, Any]:
                 "wins": sum(a in r.winners for r in done),
                 "rate": round(sum(a in r.winners for r in done) / n, 6),
             }
-            for a in agents
+            for a in players
         }
         if n
         else {},

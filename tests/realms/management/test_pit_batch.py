@@ -142,3 +142,22 @@ def test_a_killed_batch_resumes_without_rerunning_finished_realms(tmp_path: Path
     assert [r["realm_id"] for r in data["runs"]] == [r["realm_id"] for r in after["runs"]]
     assert data["intended"]["k"] == 1
     assert data["intended"]["n"] == 2
+
+
+def test_win_rates_count_the_players_a_verdict_names(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    log = tmp_path / "batch.log"
+    proc = start_pit(["pit_batch", "examples/toolcheck", "-n", "1"], pit_env(home), log)
+    try:
+        code = proc.wait(timeout=200)
+    finally:
+        stop_everything(home, proc)
+    text = log.read_text(encoding="utf-8")
+    assert code == 0, text
+    match = BATCH_LINE.search(text)
+    assert match, text
+    data = _report(home, match.group(1))
+    assert data["terminations"] == {"referee_verdict": 1}
+    # "ping wins the relay": ping won; the umpire judged and is no contender.
+    assert data["win_rates"] == {"ping": {"wins": 1, "rate": 1.0}, "pong": {"wins": 0, "rate": 0.0}}
+    assert data["outcomes"] == {"ping wins the relay": 1}
