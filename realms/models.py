@@ -139,3 +139,36 @@ class RealmAgent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.realm.realm_id}/{self.agent_id}"
+
+
+class Batch(models.Model):
+    """N realms of one package run as one experiment, and the realm each run became.
+
+    ``runs`` is the plan, one entry per run in order: ``{"index", "parameters",
+    "realm_id", "replaced"}``; ``realm_id`` is set the moment the run's realm is launched,
+    so a batch killed mid-run resumes with it, and ``replaced`` keeps the realms a resume
+    superseded (interrupted before they ended)."""
+
+    class State(models.TextChoices):
+        RUNNING = "running", "running"
+        FINISHED = "finished", "finished"
+
+    batch_id = models.CharField(max_length=80, unique=True)
+    package_name = models.CharField(max_length=120)
+    package_path = models.CharField(max_length=1024)
+    count = models.PositiveIntegerField()
+    concurrency = models.PositiveIntegerField(default=1)
+    parameters = models.JSONField(default=dict, help_text="values every run shares")
+    grid = models.JSONField(default=dict, help_text="name → values the runs cycle through")
+    provider = models.CharField(max_length=60, blank=True, default="")
+    intended = models.JSONField(default=list, help_text="termination kinds that count as k")
+    runs = models.JSONField(default=list)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at",)
+
+    def __str__(self) -> str:
+        return self.batch_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from realms.api import agent_view, machine, outputs, packages, realms, runs, skills
+from realms.api import agent_view, batches, machine, outputs, packages, realms, runs, skills
 
 urlpatterns = [
     path("realms", realms.RealmListView.as_view(), name="api-realms"),
@@ -40,6 +40,8 @@ urlpatterns = [
         name="api-realm-agent-view",
     ),
     path("runs", runs.RunsView.as_view(), name="api-runs"),
+    path("batches", batches.BatchListView.as_view(), name="api-batches"),
+    path("batches/<str:batch_id>", batches.BatchDetailView.as_view(), name="api-batch"),
     path("packages", packages.PackageListView.as_view(), name="api-packages"),
     path(
         "packages/import-zip", packages.PackageImportZipView.as_view(), name="api-packages-import"

@@ -11,6 +11,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from realms.embedded import driver
 from realms.embedded.platform import EmbeddedPlatform
+from realms.management.forecasting import forecast_lines, run_forecast
 from realms.management.foreground import ForegroundCommand
 from realms.management.interrupts import Interrupts
 from realms.management.quiet import quiet_logs
@@ -51,10 +52,27 @@ class Command(ForegroundCommand):
             action="store_true",
             help="use the offline provider when the configured one cannot be called",
         )
+        parser.add_argument(
+            "--forecast",
+            action="store_true",
+            help="print the cost and duration forecast and stop (nothing is launched)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         quiet_logs(options["verbosity"])
         path = Path(options["path"])
+        if options["forecast"]:
+            found, note = run_forecast(
+                path,
+                parse_params(options["param"]),
+                provider=options.get("provider"),
+                realm_id=options.get("realm"),
+                allow_missing=options["yes"],
+                allow_fallback=options["allow_provider_fallback"],
+            )
+            for line in forecast_lines(found, note):
+                self.say(line)
+            return
         platform = EmbeddedPlatform(self.say)
         interrupts = Interrupts().install()
         self._launched: str | None = None

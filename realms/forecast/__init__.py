@@ -1,0 +1,1 @@
+"""Cost and duration forecasts of a package before it is launched."""
