@@ -25,7 +25,8 @@ from django.utils.safestring import SafeString
 from chronicle.models import Event, Message
 from realms.forge.models import Sandbox
 from realms.herald.models import BusRealm, BusRoom, BusUser
-from realms.models import Realm, RealmAgent, Scenario, ScenarioFile
+from realms.models import Batch, Realm, RealmAgent, Scenario, ScenarioFile
+from realms.realmtools.models import Task
 from realms.warden.models import WardenState
 from realms.warden.termination import request_stop
 
@@ -309,3 +310,21 @@ class SandboxAdmin(ReadOnlyAdmin):
     list_display = ("realm_id", "agent_id", "backend", "state", "host_uid", "pid", "stopped_at")
     list_filter = ("backend", "state")
     search_fields = ("realm_id", "agent_id")
+
+
+# --- research and the task board ---------------------------------------------------------
+
+
+@admin.register(Batch)
+class BatchAdmin(ReadOnlyAdmin):
+    list_display = ("batch_id", "package_name", "count", "concurrency", "state", "created_at")
+    list_filter = ("state", "package_name")
+    search_fields = ("batch_id", "package_name")
+
+
+@admin.register(Task)
+class TaskAdmin(ReadOnlyAdmin):
+    list_display = ("realm", "number", "title", "state", "claimant", "assignee")
+    list_select_related = ("realm",)
+    list_filter = ("state",)
+    search_fields = ("realm__realm_id", "title")

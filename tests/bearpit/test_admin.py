@@ -312,3 +312,18 @@ def test_no_changelist_costs_a_query_a_row(operator, built):
         build(f"toolcheck-admin{n}")
     many = counts()
     assert {u: c for u, c in many.items() if c > one[u]} == {}
+
+
+def test_every_model_of_the_platform_has_an_admin_page_or_an_inline() -> None:
+    from django.apps import apps
+
+    ours = ("realms", "herald", "forge", "realmtools", "warden", "ledger", "chronicle", "scribe")
+    shown = set(admin.site._registry)
+    for model_admin in admin.site._registry.values():
+        shown |= {inline.model for inline in model_admin.inlines}
+    missing = [
+        f"{m._meta.app_label}.{m.__name__}"
+        for m in apps.get_models()
+        if m._meta.app_label in ours and m not in shown
+    ]
+    assert not missing, f"no admin page or inline for {missing}"
