@@ -178,9 +178,7 @@ class AgentLoop:
                 estimated_tokens=self.estimated_tokens(),
             )
             try:
-                reply = await self.model.complete(
-                    body, json_tools=self.config.model.tool_mode == "json" and bool(tools)
-                )
+                reply = await self.model.complete(body, json_tools=self.model.json_tools(tools))
             except ContextOverflow as exc:
                 if overflow_retried or not await self.compact("overflow"):
                     return TurnResult(Termination.CONTEXT_OVERFLOW, "", steps, calls, str(exc))

@@ -7,6 +7,7 @@ Paths and socket addresses are written as the sandbox sees them: the home at
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 from realms.plan import PlanAgent, RealmPlan
 from realms.skills import builtin as builtin_skills
@@ -43,6 +44,14 @@ def _skills(agent: PlanAgent, realm_plan: RealmPlan) -> list[Skill]:
     for name, text in sorted(realm_plan.project_skills.items()):
         out.append(Skill(name=name, text=text))
     return out
+
+
+def _tool_mode(mode: str) -> Literal["native", "json", "auto"]:
+    if mode == "json":
+        return "json"
+    if mode == "auto":
+        return "auto"
+    return "native"
 
 
 def _budget_note(cap_usd: float | None) -> str | None:
@@ -98,6 +107,12 @@ def build_birth(
             api_key=virtual_key,
             name=model_name,
             context_length=max(1024, agent.context_length or 128_000),
+            tool_mode=_tool_mode(agent.tool_mode),
+            **(
+                {"max_output_tokens": agent.max_output_tokens}
+                if agent.max_output_tokens is not None
+                else {}
+            ),
         ),
         bus=BusSettings(
             homeserver_url="http://homeserver",

@@ -55,7 +55,7 @@ class Command(ForegroundCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         quiet_logs(options["verbosity"])
         path = Path(options["path"])
-        platform = EmbeddedPlatform(self.say)
+        platform = EmbeddedPlatform(self.say, provider=options.get("provider"))
         interrupts = Interrupts().install()
         self._launched: str | None = None
         try:
