@@ -104,7 +104,6 @@ def classify(status: int, body: bytes) -> ProviderError:
 # llama.cpp's JSON-schema grammar understands. Formats, patterns and references are left
 # out; the tool checks its arguments anyway, and an unsupported keyword fails the request.
 _SCHEMA_KEYS = ("type", "properties", "required", "items", "enum", "const", "anyOf", "oneOf")
-_MESSAGE_MAX_CHARS = 2000
 _MAX_CALLS = 4
 
 
@@ -127,9 +126,13 @@ def _plain_schema(schema: Any) -> Any:
     return out
 
 
-def json_mode_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """The reply a JSON-mode model is held to: a message and calls of the offered tools only,
-    each with that tool's own arguments (so a small model cannot misspell a name)."""
+def json_mode_schema(tools: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
+    """The reply a JSON-mode model is held to: calls of the offered tools only, each with
+    that tool's own arguments (so a small model cannot misspell a name), then a message.
+
+    The calls come first and the message is bounded to about half the reply's tokens, so a
+    model that rambles is cut in its message, never before its calls are written.
+    """
     calls: list[dict[str, Any]] = []
     for tool in tools:
         fn = tool["function"]
@@ -146,10 +149,10 @@ def json_mode_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "message": {"type": "string", "maxLength": _MESSAGE_MAX_CHARS},
             "tool_calls": {"type": "array", "items": item, "maxItems": _MAX_CALLS},
+            "message": {"type": "string", "maxLength": max(40, 2 * max_tokens)},
         },
-        "required": ["message", "tool_calls"],
+        "required": ["tool_calls", "message"],
     }
 
 
@@ -204,8 +207,8 @@ def _to_json_mode(
 ) -> list[dict[str, Any]]:
     """Rewrite a native tool-calling history for a model that only speaks JSON output."""
     lines = [
-        'Answer ONLY with a JSON object {"message": str, "tool_calls": [{"name", '
-        '"arguments"}]}. Put tool calls in tool_calls; leave it empty to just reply.',
+        'Answer ONLY with a JSON object {"tool_calls": [{"name", "arguments"}], "message": '
+        "str}. Put tool calls in tool_calls; leave it empty to just reply with the message.",
         "Tools (name: JSON schema of arguments):",
     ]
     for tool in tools:
@@ -222,7 +225,7 @@ def _to_json_mode(
                 {
                     "role": "assistant",
                     "content": json.dumps(
-                        {"message": msg.get("content") or "", "tool_calls": calls}
+                        {"tool_calls": calls, "message": msg.get("content") or ""}
                     ),
                 }
             )
@@ -286,7 +289,10 @@ class ModelClient:
             body["messages"] = _to_json_mode(messages, tools)
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "agent_action", "schema": json_mode_schema(tools)},
+                "json_schema": {
+                    "name": "agent_action",
+                    "schema": json_mode_schema(tools, int(body["max_tokens"])),
+                },
             }
         else:
             body["messages"] = messages
@@ -316,16 +322,19 @@ class ModelClient:
             return await self._complete(body, json_tools=json_tools)
         except ProviderError as exc:
             # A server that refuses the tools field outright is asked again in JSON.
-            if not (
-                self._auto_pending(body)
-                and exc.status in (400, 422, 500, 501)
-                and "tool" in str(exc).lower()
-            ):
+            if not self._refuses_tools(body, exc):
                 raise
         self._settle_on_json("the server refused native tools")
         tools = body["tools"]
         retry = self.build_body(body["messages"], tools, body.get("max_tokens"))
         return await self._complete(retry, json_tools=True)
+
+    def _refuses_tools(self, body: dict[str, Any], exc: ProviderError) -> bool:
+        return (
+            self._auto_pending(body)
+            and exc.status in (400, 422, 500, 501)
+            and "tool" in str(exc).lower()
+        )
 
     async def _complete(self, body: dict[str, Any], *, json_tools: bool) -> ModelReply:
         """Send one request, retrying what can be retried; raise ProviderError otherwise.
@@ -365,7 +374,11 @@ class ModelClient:
                     retryable=exc.retryable,
                     attempt=attempt,
                 )
-                if not exc.retryable or attempt >= self._limits.provider_retries:
+                if (
+                    not exc.retryable
+                    or attempt >= self._limits.provider_retries
+                    or self._refuses_tools(body, exc)
+                ):
                     raise
                 # 2 s, 8 s, 32 s ... with ±25 % jitter so a herd of agents spreads out.
                 delay = self._limits.backoff_base_s * (4**attempt)
@@ -408,8 +421,8 @@ class ModelClient:
         elif self._auto_pending(body) and not message.get("tool_calls"):
             parsed = parse_json_reply(content, self._next_json_id)
             calls = []
-            if parsed is not None and parsed[1]:
-                self._settle_on_json("the model wrote its tool call as JSON")
+            if parsed is not None:
+                self._settle_on_json("the model answered tools in JSON")
                 content, calls = parsed
         else:
             calls = [
