@@ -166,6 +166,70 @@ def _strip_fence(text: str) -> str:
     return body
 
 
+def close_cut_json(text: str) -> str | None:
+    """A JSON-mode reply cut off in its top-level object (at max_tokens), closed there.
+
+    Only a cut after the last whole value is repaired: the open string or key is dropped or
+    closed and the object closed. A cut inside the calls (an array or an argument object
+    still open) is not: a half-written call must never be run. None when nothing is
+    repaired.
+    """
+    depth = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+    if depth != 1 or not text.lstrip().startswith("{"):
+        return None
+    body = text[:-1] if escaped else text
+    candidates = [body + ('"' if in_string else "") + "}"]
+    # Or drop the unfinished member: back to the last comma outside strings.
+    last_comma = _last_top_comma(body)
+    if last_comma is not None:
+        candidates.append(body[:last_comma] + "}")
+    for candidate in candidates:
+        try:
+            json.loads(candidate)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        return candidate
+    return None
+
+
+def _last_top_comma(text: str) -> int | None:
+    depth = 0
+    in_string = escaped = False
+    found: int | None = None
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 1:
+            found = i
+    return found
+
+
 def parse_json_reply(content: str, next_id: Callable[[], str]) -> tuple[str, list[ToolCall]] | None:
     """Tool calls written as JSON in a reply's content, or None when it holds none.
 
@@ -417,7 +481,9 @@ class ModelClient:
         )
         content = message.get("content") or ""
         if json_tools:
-            content, calls = self._parse_json_mode(content)
+            content, calls = self._parse_json_mode(
+                content, cut=choice.get("finish_reason") == "length"
+            )
         elif self._auto_pending(body) and not message.get("tool_calls"):
             parsed = parse_json_reply(content, self._next_json_id)
             calls = []
@@ -446,6 +512,10 @@ class ModelClient:
         self._json_counter += 1
         return f"json_{self._json_counter}"
 
-    def _parse_json_mode(self, content: str) -> tuple[str, list[ToolCall]]:
+    def _parse_json_mode(self, content: str, *, cut: bool) -> tuple[str, list[ToolCall]]:
         parsed = parse_json_reply(content, self._next_json_id)
+        if parsed is None and cut:
+            # Stopped at max_tokens: the calls usually came first and are whole.
+            closed = close_cut_json(content)
+            parsed = None if closed is None else parse_json_reply(closed, self._next_json_id)
         return (content, []) if parsed is None else parsed

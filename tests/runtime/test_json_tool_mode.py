@@ -176,3 +176,41 @@ async def test_native_mode_leaves_json_content_alone(tmp_path, provider):
     result = await make_loop(config, [ECHO]).run_turn("go")
     assert result.tool_calls == 0
     assert result.final_text == BARE
+
+
+CALLS = '{"tool_calls": [{"name": "echo", "arguments": {"text": "amber"}}], '
+
+
+@pytest.mark.parametrize(
+    ("cut", "message"),
+    [
+        (CALLS + '"message": "I sealed it and now I will', "I sealed it and now I will"),
+        (CALLS + '"message":', ""),
+        (CALLS + '"mess', ""),
+        (CALLS, ""),
+    ],
+    ids=["in-message", "after-key", "in-key", "after-comma"],
+)
+async def test_a_reply_cut_after_its_calls_still_runs_them(tmp_path, provider, cut, message):
+    provider.script = [cut_reply(cut), reply('{"tool_calls": [], "message": "fin"}')]
+    config = birth(tmp_path, provider.socket, tools_allow=["echo"], model={"tool_mode": "json"})
+    result = await make_loop(config, ALL).run_turn("go")
+    assert result.tool_calls == 1
+    assert result.final_text == "fin"
+    assistant = [m for m in provider.requests[1]["messages"] if m["role"] == "assistant"]
+    assert json.loads(assistant[0]["content"])["message"] == message
+
+
+async def test_a_reply_cut_inside_its_calls_runs_nothing(tmp_path, provider):
+    # Closing this would run echo with text "am": a half-written call is never run.
+    provider.script = [cut_reply(CUT)]
+    config = birth(tmp_path, provider.socket, tools_allow=["echo"], model={"tool_mode": "json"})
+    result = await make_loop(config, ALL).run_turn("go")
+    assert result.tool_calls == 0
+    assert len(provider.requests) == 1
+
+
+def cut_reply(content: str) -> dict[str, Any]:
+    answer = reply(content)
+    answer["choices"][0]["finish_reason"] = "length"
+    return answer
