@@ -125,6 +125,7 @@ try:
     BEARPIT_LOCAL_MAX_TOKENS = env.env_int("BEARPIT_LOCAL_MAX_TOKENS", 256, minimum=16)
     BEARPIT_LOCAL_THREADS = env.env_int("BEARPIT_LOCAL_THREADS", 0, minimum=0, maximum=512)
     BEARPIT_LOCAL_START_TIMEOUT = env.env_float("BEARPIT_LOCAL_START_TIMEOUT", 120.0, minimum=1)
+    BEARPIT_LOCAL_TEMPERATURE = env.env_float("BEARPIT_LOCAL_TEMPERATURE", 0.8, minimum=0)
     BEARPIT_LOCAL_MIN_TURN_SECONDS = env.env_float(
         "BEARPIT_LOCAL_MIN_TURN_SECONDS", 120.0, minimum=0
     )

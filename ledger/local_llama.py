@@ -27,6 +27,8 @@ def _params(args: argparse.Namespace) -> Any:
     params.n_ctx = args.context * args.slots
     params.n_predict = args.max_tokens
     params.cache_prompt = True
+    # The default for requests that name none (the runtime names none).
+    params.sampling.temp = args.temperature
     if args.alias:
         params.model_alias = args.alias
     if args.threads:
@@ -45,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--alias", default="")
+    parser.add_argument("--temperature", type=float, default=0.8)
     args = parser.parse_args(argv)
     try:
         import xllamacpp

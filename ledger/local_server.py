@@ -35,6 +35,7 @@ class LocalServerConfig:
     max_tokens: int
     threads: int
     start_timeout_s: float
+    temperature: float = 0.8
 
     @classmethod
     def from_settings(cls) -> LocalServerConfig:
@@ -49,6 +50,7 @@ class LocalServerConfig:
             max_tokens=int(settings.BEARPIT_LOCAL_MAX_TOKENS),
             threads=int(settings.BEARPIT_LOCAL_THREADS),
             start_timeout_s=float(settings.BEARPIT_LOCAL_START_TIMEOUT),
+            temperature=float(settings.BEARPIT_LOCAL_TEMPERATURE),
         )
 
     @property
@@ -136,6 +138,8 @@ class LocalServer:
             str(c.threads),
             "--alias",
             model_alias(c.model),
+            "--temperature",
+            str(c.temperature),
         ]
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:

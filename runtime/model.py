@@ -104,7 +104,9 @@ def classify(status: int, body: bytes) -> ProviderError:
 # llama.cpp's JSON-schema grammar understands. Formats, patterns and references are left
 # out; the tool checks its arguments anyway, and an unsupported keyword fails the request.
 _SCHEMA_KEYS = ("type", "properties", "required", "items", "enum", "const", "anyOf", "oneOf")
-_MAX_CALLS = 4
+# One call a reply: a small model's second call is where it starts to ramble, and the
+# loop asks again after each result anyway.
+_MAX_CALLS = 1
 
 
 def _plain_schema(schema: Any) -> Any:
