@@ -26,7 +26,7 @@ from tests.e2e.pitrun import (
 )
 from tests.fixtures.local_model import smollm2_path
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(720)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(540)]
 
 PACKAGE = REPO / "tests" / "e2e" / "packages" / "ember"
 
@@ -73,7 +73,7 @@ def test_a_realm_runs_end_to_end_on_a_real_local_model(tmp_path: Path) -> None:
     began = time.monotonic()
     proc = start_pit(["pit_up", str(PACKAGE)], env, log)
     try:
-        code = proc.wait(timeout=660)
+        code = proc.wait(timeout=480)
         left = leftover_pids(home)
         llama_left = _llama_pids(port)
     finally:
