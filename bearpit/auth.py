@@ -1,18 +1,18 @@
 """Control-plane authentication: one operator token for every ``/api/*`` route.
 
 The token is ``settings.BEARPIT_API_TOKEN`` when set, otherwise a value generated once
-into ``BEARPIT_HOME/api-token`` (mode 0600). A request presents it as
-``Authorization: Bearer <token>`` or the ``bearpit_token`` cookie; it is compared in
-constant time. A URL is never a place for it (access logs keep every URL): only the
-bootstrap ``/login?token=…`` takes it there, logs the browser in as the operator (a
-Django session, and the cookie) and redirects to a clean URL, and every other route refuses
-``?token=`` (``bearpit.urlguard``).
+into ``BEARPIT_HOME/api-token`` (mode 0600). Scripts present it as
+``Authorization: Bearer <token>``; it is compared in constant time. A URL is never a
+place for it (access logs keep every URL): only the bootstrap ``/login?token=…`` takes it
+there, logs the browser in as the operator (a Django session) and redirects to a clean
+URL, and every other route refuses ``?token=`` (``bearpit.urlguard``). The browser keeps
+the session, never the token itself.
 
 The operator is one Django superuser (``BEARPIT_OPERATOR_USER``), created on first use with
 no password: the token is the only way in, and the same session opens ``/admin/``. A
-browser's credentials travel by themselves, so a write authenticated by a cookie (the
-session's or the token's) needs Django's CSRF token, and writes from a foreign origin are
-refused, so a page on another site cannot drive the API through the operator's browser.
+browser's cookies travel by themselves, so a write on the session needs Django's CSRF
+token, and writes from a foreign origin are refused, so a page on another site cannot
+drive the API through the operator's browser.
 """
 
 from __future__ import annotations
@@ -26,15 +26,12 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.http import HttpResponseBase
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-TOKEN_COOKIE = "bearpit_token"  # noqa: S105 - the cookie's name, not a secret
-TOKEN_COOKIE_MAX_AGE = 30 * 24 * 3600
 QUERY_TOKEN = "token"  # noqa: S105 - the query parameter's name, not a secret
 LOGIN_PATH = "/login"
 LOGIN_DEFAULT_NEXT = "/"
@@ -88,15 +85,6 @@ def bearer_token(request: Any) -> str | None:
     return None
 
 
-def presented_token(request: Any) -> str | None:
-    """The token a request carries: Bearer header, then cookie (never the URL)."""
-    bearer = bearer_token(request)
-    if bearer is not None:
-        return bearer
-    cookie = request.COOKIES.get(TOKEN_COOKIE)
-    return str(cookie) if cookie else None
-
-
 def ensure_operator() -> User:
     """The operator's superuser, created on first use with no usable password."""
     user, created = User.objects.get_or_create(
@@ -116,30 +104,16 @@ def is_operator(user: Any) -> bool:
     return bool(user is not None and user.is_active and user.is_superuser)
 
 
-def set_token_cookie(response: HttpResponseBase, token: str, *, secure: bool = False) -> None:
-    """Remember the token in the browser (HttpOnly, SameSite=Strict, 30 days)."""
-    response.set_cookie(
-        TOKEN_COOKIE,
-        token,
-        max_age=TOKEN_COOKIE_MAX_AGE,
-        httponly=True,
-        samesite="Strict",
-        secure=secure,
-    )
-
-
 class OperatorTokenAuthentication(BaseAuthentication):
     """Authenticates the operator by the API token; a wrong token is a 401, never a guess."""
 
     def authenticate(self, request: Request) -> tuple[AnonymousUser, str] | None:
-        token = presented_token(request)
+        token = bearer_token(request)
         if token is None:
             return None
         if not token_matches(token):
             raise exceptions.AuthenticationFailed("invalid API token")
-        if bearer_token(request) is None:
-            # The cookie rides along with any request the browser makes: CSRF, as a session.
-            SessionAuthentication().enforce_csrf(request)
+        # No browser adds this header by itself: whoever sent it wrote it, so no CSRF check.
         return AnonymousUser(), "operator"
 
     def authenticate_header(self, request: Request) -> str:
@@ -159,8 +133,8 @@ class OperatorSessionAuthentication(SessionAuthentication):
 
 class HasOperatorToken(BasePermission):
     message = (
-        "an API token is required: Authorization: Bearer, or the bearpit_token cookie that "
-        f"{LOGIN_PATH}?token=… sets in a browser"
+        "the operator is required: send Authorization: Bearer <token>, or open "
+        f"{LOGIN_PATH}?token=… once in a browser (it starts the operator's session)"
     )
 
     def has_permission(self, request: Request, view: APIView) -> bool:

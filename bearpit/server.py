@@ -23,7 +23,8 @@ class PlatformServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
 
     def start(self, timeout: float = 20.0) -> PlatformServer:
         """Start serving; return once the socket accepts connections."""
@@ -33,14 +34,18 @@ class PlatformServer:
 
         # IPPROTO_TCP, not 0: asyncio only sets TCP_NODELAY on sockets that say they are
         # TCP, and without it every response waits on the peer's delayed ACK (~40 ms).
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            # "::" takes IPv4 too (127.0.0.1 still answers), whatever the host's default.
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         try:
             sock.bind((self.host, self.port))
         except OSError as exc:
             sock.close()
             raise RuntimeError(
-                f"cannot serve the platform on {self.host}:{self.port}: {exc.strerror} "
+                f"cannot serve the platform on {self.url.removeprefix('http://')}: {exc.strerror} "
                 "(stop what listens there, or set BEARPIT_PLATFORM_PORT to a free port)"
             ) from exc
         self.port = int(sock.getsockname()[1])

@@ -20,3 +20,14 @@ class StaticFilesMiddleware(WhiteNoiseMiddleware):  # type: ignore[misc]
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r"No directory at: ", category=UserWarning)
             super().__init__(get_response, **kw)
+
+
+# Under ASGI, Django warns for every file WhiteNoise streams from a (synchronous) file
+# object: a line per stylesheet in the operator's terminal, about a cost that is one
+# thread hop per static file.
+warnings.filterwarnings(
+    "ignore",
+    message=r"StreamingHttpResponse must consume synchronous iterators",
+    category=Warning,
+    module=r"django\.core\.handlers\.asgi",
+)

@@ -20,7 +20,7 @@ from chronicle.values import char_problem
 REFUSAL = (
     f"the API token is not accepted in a URL, where access logs keep it: send "
     f"Authorization: Bearer <token>, or open {LOGIN_PATH}?token=… once in a browser "
-    "(it sets a cookie and takes you to a clean URL)"
+    "(it starts a session and takes you to a clean URL)"
 )
 
 

@@ -2,9 +2,9 @@
 
 A browser cannot send a header from an address bar, so the operator opens this once
 (``pit serve`` prints it): the browser is logged in as the operator's Django user (an
-HttpOnly, SameSite=Strict session cookie, which ``/admin/`` takes too), the token also
-becomes an HttpOnly, SameSite=Strict cookie, and the browser is sent (303) to a URL without
-it, so it stays out of history, bookmarks and referrers from then on. The platform's
+HttpOnly, SameSite=Strict session cookie, which ``/admin/`` and ``/api/`` take) and sent
+(303) to a URL without the token, so it stays out of history, bookmarks and referrers
+from then on. The browser keeps the session only, never the token. The platform's
 server writes no access log, so the one request that carries it is not kept either.
 """
 
@@ -21,7 +21,6 @@ from bearpit.auth import (
     LOGIN_DEFAULT_NEXT,
     QUERY_TOKEN,
     ensure_operator,
-    set_token_cookie,
     token_matches,
 )
 
@@ -55,6 +54,4 @@ def login(request: HttpRequest) -> HttpResponse:
     if not token_matches(token):
         return _private(JsonResponse({"error": "invalid API token"}, status=401))
     start_session(request, ensure_operator())
-    response = HttpResponseRedirect(_clean_next(request), status=303)
-    set_token_cookie(response, token, secure=request.is_secure())
-    return _private(response)
+    return _private(HttpResponseRedirect(_clean_next(request), status=303))

@@ -57,6 +57,12 @@ def _files(root: Path) -> list[tuple[str, Path, int]]:
     return sorted(found)
 
 
+def captured_files(realm_id: str) -> list[tuple[str, int]]:
+    """``(name, size)`` of each file the realm's teardown captured, for pages that link to
+    the download route."""
+    return [(name, size) for name, _, size in _files(outputs_root(realm_id))]
+
+
 def _confined(root: Path, name: str) -> Path:
     """The file ``name`` inside ``root``; 400 for a path that tries to leave it, 404 for
     one that is not a regular file reached without a symlink."""

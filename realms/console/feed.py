@@ -31,6 +31,7 @@ from chronicle.models import Event, Message
 from chronicle.selectors import REALM_STATES
 from realms.api.status import redact
 from realms.console import timeline
+from realms.herald.config import SYSTEM_LOCALPART
 
 VERSION = 1
 
@@ -39,15 +40,27 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def speaker(sender: str, agent: str) -> str:
+    """Who a person reads as the author: the agent's id, "Bearpit" for the platform's own
+    bus user (announcements, turn grants, operator messages), else the bus id as it is."""
+    if agent:
+        return agent
+    if sender.startswith(f"@{SYSTEM_LOCALPART}:"):
+        return "Bearpit"
+    return sender
+
+
 def message_payload(data: dict[str, Any]) -> dict[str, Any]:
     """From what the bus mirror publishes (``chronicle.live``'s ``message``)."""
+    sender, agent = str(data.get("sender") or ""), str(data.get("sender_agent") or "")
     return {
         "v": VERSION,
         "kind": "message",
         "event_id": str(data.get("event_id") or ""),
         "channel": str(data.get("channel") or ""),
-        "sender": str(data.get("sender") or ""),
-        "agent": str(data.get("sender_agent") or ""),
+        "sender": sender,
+        "agent": agent,
+        "who": speaker(sender, agent),
         "body": str(data.get("body") or ""),
         "attachments": redact(data.get("attachments") or []),
         "ts": int(data.get("ts") or 0),

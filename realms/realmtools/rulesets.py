@@ -66,10 +66,15 @@ def _extreme_bid(submissions: Mapping[str, str], pick: Callable[..., int]) -> Ta
     if not bids:
         return _tie({"bids": bids})
     best = pick(bids.values())
+    # ``winning_bid`` is the reference's key: its packages' referees are told to read it.
     holders = [agent for agent, bid in bids.items() if bid == best]
     if len(holders) == 1:
-        return {"result": holders[0], "kind": "agent", "detail": {"bids": bids, "winning": best}}
-    return _tie({"bids": bids, "winning": best, "tied": sorted(holders)})
+        return {
+            "result": holders[0],
+            "kind": "agent",
+            "detail": {"bids": bids, "winning_bid": best},
+        }
+    return _tie({"bids": bids, "winning_bid": best, "tied": sorted(holders)})
 
 
 def high_bid(submissions: Mapping[str, str], config: Mapping[str, Any]) -> TallyResult:

@@ -78,7 +78,7 @@
     li.dataset.channel = p.channel;
     li.dataset.agent = p.agent;
     var head = el("div", "msg-head");
-    head.appendChild(el("span", "who", p.agent || p.sender));
+    head.appendChild(el("span", "who", p.who || p.agent || p.sender));
     head.appendChild(document.createTextNode(" "));
     head.appendChild(el("span", "chan", channel.label + (channel.private ? " · private" : "")));
     head.appendChild(document.createTextNode(" "));

@@ -59,7 +59,7 @@ def test_sealed_ballots_revealed_and_tallied_by_every_ruleset(tmp_path: Path) ->
     details = {(t["round"], t["ruleset"]): t["detail"] for t in chron.kinds("tally")}
     assert details[("bid", "high-bid")] == {
         "bids": {"alpha": 30, "bravo": 50, "charlie": 10},
-        "winning": 50,
+        "winning_bid": 50,
     }
     assert details[("vote", "majority")]["needed"] == 2
     assert details[("vote", "unanimous")]["counts"] == {"blue": 2, "red": 1}

@@ -37,8 +37,8 @@ def test_sealed_auction_awards_the_licence_high_and_the_fuel_low(tmp_path: Path)
     ]
     details = [t["detail"] for t in chron.kinds("tally")]
     assert details == [
-        {"bids": {"ferrow": 95, "gullwing": 118, "keelson": 80}, "winning": 118},
-        {"bids": {"ferrow": 90, "keelson": 78}, "winning": 78},
+        {"bids": {"ferrow": 95, "gullwing": 118, "keelson": 80}, "winning_bid": 118},
+        {"bids": {"ferrow": 90, "keelson": 78}, "winning_bid": 78},
     ]
 
     # Profit booked on the audited books: licence 150 - 118, fuel 78 - 55.

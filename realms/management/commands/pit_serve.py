@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 from django.db import close_old_connections, connections
+from django.http.request import validate_host
 
 from bearpit.auth import LOGIN_PATH, QUERY_TOKEN, api_token, ensure_operator
 from bearpit.server import PlatformServer
@@ -34,14 +35,25 @@ from realms.warden.watch import finish_concluding, tick_realm
 
 log = logging.getLogger(__name__)
 
-_ANY_ADDRESS = ("0.0.0.0", "::", "")  # noqa: S104 - names, for the printed URL
+# An address that means "every interface" is no address to browse to: the printed URL
+# names the loopback address of the same family, which BEARPIT_ALLOWED_HOSTS has.
+_ANY_ADDRESS = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}  # noqa: S104
+
+
+def bind_address(host: str) -> str:
+    """``--host`` as a socket takes it: an IPv6 literal may come in brackets."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def url_host(host: str) -> str:
+    """The host part of a URL to the server bound on ``host``."""
+    address = bind_address(host)
+    shown = _ANY_ADDRESS.get(address, address)
+    return f"[{shown}]" if ":" in shown else shown
 
 
 def login_url(host: str, port: int) -> str:
-    shown = "127.0.0.1" if host in _ANY_ADDRESS else host
-    if ":" in shown:
-        shown = f"[{shown}]"
-    return f"http://{shown}:{port}{LOGIN_PATH}?{QUERY_TOKEN}={api_token()}"
+    return f"http://{url_host(host)}:{port}{LOGIN_PATH}?{QUERY_TOKEN}={api_token()}"
 
 
 class Ticker:
@@ -163,12 +175,16 @@ class Command(ForegroundCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--host", default="127.0.0.1", help="address to serve on")
+        parser.add_argument(
+            "--host",
+            default="127.0.0.1",
+            help="address to serve on (0.0.0.0 or :: for every address; :: takes IPv4 too)",
+        )
         parser.add_argument("--port", type=int, default=8000, help="port to serve on")
         parser.add_argument("--print-url", action="store_true", help="print the login URL and exit")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        host: str = options["host"]
+        host = bind_address(options["host"])
         port: int = options["port"]
         if not 0 < port < 65536:
             raise CommandError(f"--port {port}: expected a port from 1 to 65535")
@@ -185,7 +201,7 @@ class Command(ForegroundCommand):
                 f"--port {port} is BEARPIT_PLATFORM_PORT, where the embedded platform takes "
                 "the homeserver's pushes: pass another --port, or set BEARPIT_PLATFORM_PORT"
             )
-        if port_in_use(port, host if host not in _ANY_ADDRESS else "0.0.0.0"):  # noqa: S104
+        if port_in_use(port, host or "0.0.0.0"):  # noqa: S104 - as the server will bind
             raise CommandError(
                 f"port {port} on {host} is already in use: stop what listens there, "
                 "or pass --port with a free port"
@@ -214,7 +230,10 @@ class Command(ForegroundCommand):
                 raise CommandError(str(exc).splitlines()[0]) from exc
             ticker = Ticker(settings.BEARPIT_TICK_SECONDS, self.say).start()
             provisioner = Provisioner(self.say).start()
-            self.say(f"serve: http://{host}:{server.port}/ (the admin /admin/, the API /api/)")
+            shown = url_host(host)
+            self.say(f"serve: http://{shown}:{server.port}/ (the admin /admin/, the API /api/)")
+            if not validate_host(shown, settings.ALLOWED_HOSTS):
+                self.say(f"note: {shown} is not in BEARPIT_ALLOWED_HOSTS, which refuses it")
             self.say(f"login: {login_url(host, server.port)}")
             while not stopping.wait(0.5):  # a short wait, so the signal handler gets a turn
                 pass

@@ -1,8 +1,9 @@
 """The operator token never travels in a URL except once, to the bootstrap ``/login``.
 
 Access logs (uvicorn, daphne) record every URL, so ``?token=`` anywhere else is refused;
-``/login?token=…`` trades it for an HttpOnly, SameSite=Strict cookie and a 303 to a
-clean URL. Scripts keep using ``Authorization: Bearer``.
+``/login?token=…`` trades it for the operator's session (an HttpOnly, SameSite=Strict
+cookie that holds no token) and a 303 to a clean URL. Scripts keep using
+``Authorization: Bearer``.
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ def _settings(settings):
     settings.BEARPIT_API_TOKEN = TOKEN
 
 
-def test_login_sets_a_strict_httponly_cookie_and_redirects_to_a_clean_url(client):
+def test_login_sets_a_strict_httponly_session_and_redirects_to_a_clean_url(client):
     response = client.get(f"/login?token={TOKEN}&next=/api/packages")
     assert response.status_code == 303
     assert response["Location"] == "/api/packages"
-    cookie = response.cookies[auth.TOKEN_COOKIE]
-    assert cookie.value == TOKEN
+    cookie = response.cookies["sessionid"]
     assert cookie["httponly"] is True
     assert cookie["samesite"] == "Strict"
+    # The browser keeps a session, never the token itself.
+    assert all(TOKEN not in morsel.OutputString() for morsel in response.cookies.values())
     assert response["Cache-Control"] == "no-store"
     assert response["Referrer-Policy"] == "no-referrer"
     followed = client.get(response["Location"])
@@ -54,11 +56,11 @@ def test_login_only_redirects_to_a_clean_local_path(client, target):
 def test_a_wrong_or_missing_token_at_login_sets_nothing(client):
     wrong = client.get("/login?token=nope")
     assert wrong.status_code == 401
-    assert auth.TOKEN_COOKIE not in wrong.cookies
+    assert "sessionid" not in wrong.cookies
     assert "invalid" in wrong.json()["error"]
     missing = client.get("/login")
     assert missing.status_code == 400
-    assert auth.TOKEN_COOKIE not in missing.cookies
+    assert "sessionid" not in missing.cookies
 
 
 @pytest.mark.parametrize(
@@ -80,7 +82,10 @@ def test_a_token_in_the_url_of_a_write_is_refused_and_changes_nothing(client):
     assert response.status_code == 400
 
 
-def test_bearer_and_cookie_keep_working(client):
+def test_bearer_and_session_keep_working_and_a_token_cookie_is_no_way_in(client):
     assert client.get("/api/realms", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 200
-    client.cookies[auth.TOKEN_COOKIE] = TOKEN
+    # The old token cookie is not read any more: the session replaced it.
+    client.cookies["bearpit_token"] = TOKEN
+    assert client.get("/api/realms").status_code == 401
+    assert client.get(f"/login?token={TOKEN}").status_code == 303
     assert client.get("/api/realms").status_code == 200

@@ -146,6 +146,7 @@ async def test_each_kind_arrives_typed_and_redacted() -> None:
         "channel": "!commons:x",
         "sender": "@bp-ann:x",
         "agent": "ann",
+        "who": "ann",
         "body": "hello <b>all</b>",
         "attachments": [],
         "ts": 1_000,

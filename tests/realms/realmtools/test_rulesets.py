@@ -26,10 +26,16 @@ def test_bids_parse_integers_and_need_a_unique_extreme():
     assert rulesets.tally("high-bid", bids, {}) == {
         "result": "c",
         "kind": "agent",
-        "detail": {"bids": {"a": 10, "b": 7, "c": 12}, "winning": 12},
+        "detail": {"bids": {"a": 10, "b": 7, "c": 12}, "winning_bid": 12},
     }
     assert rulesets.tally("low-bid", bids, {})["result"] == "b"
-    assert rulesets.tally("high-bid", {"a": "5", "b": "5"}, {})["kind"] == "tie"
+    # The reference's referees read the price as detail.winning_bid, tie or not.
+    assert rulesets.tally("low-bid", bids, {})["detail"]["winning_bid"] == 7
+    assert rulesets.tally("high-bid", {"a": "5", "b": "5"}, {}) == {
+        "result": None,
+        "kind": "tie",
+        "detail": {"bids": {"a": 5, "b": 5}, "winning_bid": 5, "tied": ["a", "b"]},
+    }
     with pytest.raises(Refusal, match="not an integer"):
         rulesets.tally("low-bid", {"a": "5.5"}, {})
 

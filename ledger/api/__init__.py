@@ -1,0 +1,1 @@
+"""The settings routes of the HTTP API: providers, their tiers, keys, capacity, tools."""
