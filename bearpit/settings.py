@@ -139,6 +139,25 @@ try:
 except env.SettingError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
 
+# A local model (the `local` provider). With BEARPIT_LOCAL_MODEL naming a GGUF file, the
+# embedded platform serves it with llama.cpp on 127.0.0.1:BEARPIT_LOCAL_PORT; without it the
+# `local` profile's api_base names a server already running. Slots are parallel requests the
+# server answers (the gateway queues the rest), context is per slot, max tokens caps replies.
+try:
+    BEARPIT_LOCAL_MODEL = env.env_str("BEARPIT_LOCAL_MODEL")
+    BEARPIT_LOCAL_PORT = env.env_int("BEARPIT_LOCAL_PORT", 8791, minimum=1, maximum=65535)
+    BEARPIT_LOCAL_SLOTS = env.env_int("BEARPIT_LOCAL_SLOTS", 2, minimum=1, maximum=64)
+    BEARPIT_LOCAL_CONTEXT = env.env_int("BEARPIT_LOCAL_CONTEXT", 8192, minimum=1024)
+    BEARPIT_LOCAL_MAX_TOKENS = env.env_int("BEARPIT_LOCAL_MAX_TOKENS", 256, minimum=16)
+    BEARPIT_LOCAL_THREADS = env.env_int("BEARPIT_LOCAL_THREADS", 0, minimum=0, maximum=512)
+    BEARPIT_LOCAL_START_TIMEOUT = env.env_float("BEARPIT_LOCAL_START_TIMEOUT", 120.0, minimum=1)
+    BEARPIT_LOCAL_TEMPERATURE = env.env_float("BEARPIT_LOCAL_TEMPERATURE", 0.8, minimum=0)
+    BEARPIT_LOCAL_MIN_TURN_SECONDS = env.env_float(
+        "BEARPIT_LOCAL_MIN_TURN_SECONDS", 120.0, minimum=0
+    )
+except env.SettingError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+
 # The Warden and the realm lifecycle: the grace between REALM_ENDING and teardown, how
 # long a worker's claim on a realm's tick lasts, and how long a live count line waits.
 try:

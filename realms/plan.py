@@ -71,6 +71,12 @@ def _opt_float(value: object) -> float | None:
         return None
 
 
+def _opt_int(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class DmRule:
     """An agent's ``private_messaging`` declaration."""
@@ -162,6 +168,8 @@ class PlanAgent:
     provider: str = ""
     effort: str | None = None
     context_length: int | None = None
+    tool_mode: str = "native"
+    max_output_tokens: int | None = None
     budget_usd: float | None = None
     on_exhausted: str = "starve"
 
@@ -383,6 +391,8 @@ def _agent(declared: Mapping[str, Any], resolved: Mapping[str, Any]) -> PlanAgen
         provider=str(resolved.get("provider") or ""),
         effort=_opt_text(resolved.get("effort")),
         context_length=None if context is None else int(context),
+        tool_mode=str(resolved.get("tool_mode") or "native"),
+        max_output_tokens=_opt_int(resolved.get("max_output_tokens")),
         budget_usd=_opt_float(resolved.get("budget_usd")),
         on_exhausted=str(resolved.get("on_exhausted") or "starve"),
     )

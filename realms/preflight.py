@@ -16,7 +16,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from realms.embedded.platform import EmbeddedPlatform
+from ledger.local_server import LocalServerConfig, LocalServerError, check_config
+from realms.embedded.platform import EmbeddedPlatform, serves_local_model
 from realms.herald.config import HomeserverConfig
 from realms.herald.homeserver import HomeserverError, running_homeserver
 
@@ -29,9 +30,14 @@ class PreflightError(Exception):
     """A prerequisite is missing; the message is one line that names the fix."""
 
 
-def check_embedded_platform() -> None:
+def check_embedded_platform(provider: str | None = None) -> None:
     """Everything ``EmbeddedPlatform.start()`` and the realm's sandboxes will need."""
     check_sandbox_backend()
+    if serves_local_model(provider):
+        try:
+            check_config(LocalServerConfig.from_settings())
+        except LocalServerError as exc:
+            raise PreflightError(str(exc)) from exc
     if settings.BEARPIT_MATRIX_URL is None:
         check_port_free(
             settings.BEARPIT_PLATFORM_PORT,
@@ -46,7 +52,7 @@ def check_embedded_platform() -> None:
 def start_embedded_platform(platform: EmbeddedPlatform) -> EmbeddedPlatform:
     """Check, then start; a start that fails (the homeserver, a port taken meanwhile)
     is answered the same way, with what was started already stopped again."""
-    check_embedded_platform()
+    check_embedded_platform(platform.provider)
     try:
         return platform.start()
     except HomeserverError as exc:

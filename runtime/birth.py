@@ -31,7 +31,7 @@ class ModelSettings(Record):
     context_length: int = field(default=128_000, metadata=constraint(ge=1024))
     max_output_tokens: int = field(default=4096, metadata=constraint(ge=16))
     temperature: float | None = None
-    tool_mode: Literal["native", "json"] = "native"
+    tool_mode: Literal["native", "json", "auto"] = "native"
     request_timeout_s: float = field(default=300.0, metadata=constraint(gt=0))
 
     def _check(self) -> Problems:

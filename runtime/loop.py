@@ -181,9 +181,7 @@ class AgentLoop:
                 request=self._requests.record(body, tools),
             )
             try:
-                reply = await self.model.complete(
-                    body, json_tools=self.config.model.tool_mode == "json" and bool(tools)
-                )
+                reply = await self.model.complete(body, json_tools=self.model.json_tools(tools))
             except ContextOverflow as exc:
                 if overflow_retried or not await self.compact("overflow"):
                     return TurnResult(Termination.CONTEXT_OVERFLOW, "", steps, calls, str(exc))

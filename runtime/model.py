@@ -11,6 +11,7 @@ import asyncio
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,23 +100,172 @@ def classify(status: int, body: bytes) -> ProviderError:
     return ProviderError(f"HTTP {status}: {message}", status=status, retryable=retryable)
 
 
-def _json_mode_schema(tool_names: list[str]) -> dict[str, Any]:
-    call: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", **({"enum": tool_names} if tool_names else {})},
-            "arguments": {"type": "object"},
-        },
-        "required": ["name", "arguments"],
-    }
+# What a tool's argument schema may keep in the reply's grammar: the structural keywords
+# llama.cpp's JSON-schema grammar understands. Formats, patterns and references are left
+# out; the tool checks its arguments anyway, and an unsupported keyword fails the request.
+_SCHEMA_KEYS = ("type", "properties", "required", "items", "enum", "const", "anyOf", "oneOf")
+# One call a reply: a small model's second call is where it starts to ramble, and the
+# loop asks again after each result anyway.
+_MAX_CALLS = 1
+
+
+def _plain_schema(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key in _SCHEMA_KEYS:
+        if key not in schema:
+            continue
+        value = schema[key]
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {k: _plain_schema(v) for k, v in value.items()}
+        elif key == "items":
+            out[key] = _plain_schema(value)
+        elif key in ("anyOf", "oneOf") and isinstance(value, list):
+            out[key] = [_plain_schema(v) for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+def json_mode_schema(tools: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
+    """The reply a JSON-mode model is held to: calls of the offered tools only, each with
+    that tool's own arguments (so a small model cannot misspell a name), then a message.
+
+    The calls come first and the message is bounded to about half the reply's tokens, so a
+    model that rambles is cut in its message, never before its calls are written.
+    """
+    calls: list[dict[str, Any]] = []
+    for tool in tools:
+        fn = tool["function"]
+        params = _plain_schema(fn.get("parameters") or {})
+        params.setdefault("type", "object")
+        calls.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": fn["name"]}, "arguments": params},
+                "required": ["name", "arguments"],
+            }
+        )
+    item: dict[str, Any] = {"anyOf": calls} if calls else {"type": "object"}
     return {
         "type": "object",
         "properties": {
-            "message": {"type": "string"},
-            "tool_calls": {"type": "array", "items": call},
+            "tool_calls": {"type": "array", "items": item, "maxItems": _MAX_CALLS},
+            "message": {"type": "string", "maxLength": max(40, 2 * max_tokens)},
         },
-        "required": ["message", "tool_calls"],
+        "required": ["tool_calls", "message"],
     }
+
+
+def _strip_fence(text: str) -> str:
+    """A reply wrapped in a Markdown code fence, unwrapped."""
+    body = text.strip()
+    if body.startswith("```") and body.endswith("```") and len(body) >= 6:
+        body = body[3:-3]
+        first, _, rest = body.partition("\n")
+        return (rest if first.strip().isalpha() or not first.strip() else body).strip()
+    return body
+
+
+def close_cut_json(text: str) -> str | None:
+    """A JSON-mode reply cut off in its top-level object (at max_tokens), closed there.
+
+    Only a cut after the last whole value is repaired: the open string or key is dropped or
+    closed and the object closed. A cut inside the calls (an array or an argument object
+    still open) is not: a half-written call must never be run. None when nothing is
+    repaired.
+    """
+    depth = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+    if depth != 1 or not text.lstrip().startswith("{"):
+        return None
+    body = text[:-1] if escaped else text
+    candidates = [body + ('"' if in_string else "") + "}"]
+    # Or drop the unfinished member: back to the last comma outside strings.
+    last_comma = _last_top_comma(body)
+    if last_comma is not None:
+        candidates.append(body[:last_comma] + "}")
+    for candidate in candidates:
+        try:
+            json.loads(candidate)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        return candidate
+    return None
+
+
+def _last_top_comma(text: str) -> int | None:
+    depth = 0
+    in_string = escaped = False
+    found: int | None = None
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 1:
+            found = i
+    return found
+
+
+def parse_json_reply(content: str, next_id: Callable[[], str]) -> tuple[str, list[ToolCall]] | None:
+    """Tool calls written as JSON in a reply's content, or None when it holds none.
+
+    Two shapes are read: the JSON-mode object ``{"message": str, "tool_calls": [...]}``, and
+    one bare call ``{"name": str, "arguments": {...}}`` (what models without native tool
+    calling tend to write). Anything else (prose, malformed JSON) is plain text: None.
+    """
+    try:
+        data = json.loads(_strip_fence(content))
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("name"), str) and "arguments" in data and "tool_calls" not in data:
+        items: list[Any] = [data]
+        message = ""
+    elif isinstance(data.get("tool_calls"), list) or isinstance(data.get("message"), str):
+        items = data.get("tool_calls") or []
+        message = str(data.get("message") or "")
+    else:
+        return None
+    calls: list[ToolCall] = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        args = item.get("arguments", {})
+        calls.append(
+            ToolCall(
+                id=next_id(),
+                name=item["name"],
+                arguments_json=args if isinstance(args, str) else json.dumps(args),
+            )
+        )
+    return message, calls
 
 
 def _to_json_mode(
@@ -123,8 +273,8 @@ def _to_json_mode(
 ) -> list[dict[str, Any]]:
     """Rewrite a native tool-calling history for a model that only speaks JSON output."""
     lines = [
-        'Answer ONLY with a JSON object {"message": str, "tool_calls": [{"name", '
-        '"arguments"}]}. Put tool calls in tool_calls; leave it empty to just reply.',
+        'Answer ONLY with a JSON object {"tool_calls": [{"name", "arguments"}], "message": '
+        "str}. Put tool calls in tool_calls; leave it empty to just reply with the message.",
         "Tools (name: JSON schema of arguments):",
     ]
     for tool in tools:
@@ -141,7 +291,7 @@ def _to_json_mode(
                 {
                     "role": "assistant",
                     "content": json.dumps(
-                        {"message": msg.get("content") or "", "tool_calls": calls}
+                        {"tool_calls": calls, "message": msg.get("content") or ""}
                     ),
                 }
             )
@@ -183,6 +333,8 @@ class ModelClient:
             timeout=httpx.Timeout(settings.request_timeout_s, connect=10.0),
         )
         self._json_counter = 0
+        # ``auto`` starts native and turns to JSON for good once the model shows it needs it.
+        self._detected: str | None = None
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -199,12 +351,14 @@ class ModelClient:
         }
         if self.settings.temperature is not None:
             body["temperature"] = self.settings.temperature
-        if self.settings.tool_mode == "json" and tools:
+        if self.json_tools(tools):
             body["messages"] = _to_json_mode(messages, tools)
-            names = [t["function"]["name"] for t in tools]
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "agent_action", "schema": _json_mode_schema(names)},
+                "json_schema": {
+                    "name": "agent_action",
+                    "schema": json_mode_schema(tools, int(body["max_tokens"])),
+                },
             }
         else:
             body["messages"] = messages
@@ -212,7 +366,43 @@ class ModelClient:
                 body["tools"] = tools
         return body
 
+    @property
+    def tool_mode(self) -> str:
+        """``native`` or ``json``: the configured mode, or what ``auto`` has settled on."""
+        if self.settings.tool_mode == "auto":
+            return self._detected or "native"
+        return self.settings.tool_mode
+
+    def json_tools(self, tools: list[dict[str, Any]]) -> bool:
+        return self.tool_mode == "json" and bool(tools)
+
+    def _settle_on_json(self, why: str) -> None:
+        self._detected = "json"
+        self._trace.emit("tool_mode_detected", mode="json", why=why)
+
+    def _auto_pending(self, body: dict[str, Any]) -> bool:
+        return self.settings.tool_mode == "auto" and self._detected is None and "tools" in body
+
     async def complete(self, body: dict[str, Any], *, json_tools: bool) -> ModelReply:
+        try:
+            return await self._complete(body, json_tools=json_tools)
+        except ProviderError as exc:
+            # A server that refuses the tools field outright is asked again in JSON.
+            if not self._refuses_tools(body, exc):
+                raise
+        self._settle_on_json("the server refused native tools")
+        tools = body["tools"]
+        retry = self.build_body(body["messages"], tools, body.get("max_tokens"))
+        return await self._complete(retry, json_tools=True)
+
+    def _refuses_tools(self, body: dict[str, Any], exc: ProviderError) -> bool:
+        return (
+            self._auto_pending(body)
+            and exc.status in (400, 422, 500, 501)
+            and "tool" in str(exc).lower()
+        )
+
+    async def _complete(self, body: dict[str, Any], *, json_tools: bool) -> ModelReply:
         """Send one request, retrying what can be retried; raise ProviderError otherwise.
 
         A gateway nobody answers at is the platform restarting: the turn waits for it (up to
@@ -250,7 +440,11 @@ class ModelClient:
                     retryable=exc.retryable,
                     attempt=attempt,
                 )
-                if not exc.retryable or attempt >= self._limits.provider_retries:
+                if (
+                    not exc.retryable
+                    or attempt >= self._limits.provider_retries
+                    or self._refuses_tools(body, exc)
+                ):
                     raise
                 # 2 s, 8 s, 32 s ... with ±25 % jitter so a herd of agents spreads out.
                 delay = self._limits.backoff_base_s * (4**attempt)
@@ -289,7 +483,15 @@ class ModelClient:
         )
         content = message.get("content") or ""
         if json_tools:
-            content, calls = self._parse_json_mode(content)
+            content, calls = self._parse_json_mode(
+                content, cut=choice.get("finish_reason") == "length"
+            )
+        elif self._auto_pending(body) and not message.get("tool_calls"):
+            parsed = parse_json_reply(content, self._next_json_id)
+            calls = []
+            if parsed is not None:
+                self._settle_on_json("the model answered tools in JSON")
+                content, calls = parsed
         else:
             calls = [
                 ToolCall(
@@ -308,24 +510,14 @@ class ModelClient:
             raw_message=message,
         )
 
-    def _parse_json_mode(self, content: str) -> tuple[str, list[ToolCall]]:
-        try:
-            data = json.loads(content)
-        except json.JSONDecodeError:
-            return content, []
-        if not isinstance(data, dict):
-            return content, []
-        calls: list[ToolCall] = []
-        for item in data.get("tool_calls") or []:
-            if not isinstance(item, dict):
-                continue
-            self._json_counter += 1
-            args = item.get("arguments", {})
-            calls.append(
-                ToolCall(
-                    id=f"json_{self._json_counter}",
-                    name=str(item.get("name", "")),
-                    arguments_json=args if isinstance(args, str) else json.dumps(args),
-                )
-            )
-        return str(data.get("message") or ""), calls
+    def _next_json_id(self) -> str:
+        self._json_counter += 1
+        return f"json_{self._json_counter}"
+
+    def _parse_json_mode(self, content: str, *, cut: bool) -> tuple[str, list[ToolCall]]:
+        parsed = parse_json_reply(content, self._next_json_id)
+        if parsed is None and cut:
+            # Stopped at max_tokens: the calls usually came first and are whole.
+            closed = close_cut_json(content)
+            parsed = None if closed is None else parse_json_reply(closed, self._next_json_id)
+        return (content, []) if parsed is None else parsed

@@ -39,6 +39,7 @@ from ledger.gateway.errors import (
     too_large,
     unauthorized,
 )
+from ledger.gateway.local_queue import UpstreamQueues, held_while_streaming
 from ledger.pricing import cost_nusd, to_usd
 from ledger.services import spend
 from ledger.tokens import count_messages, estimate_prompt_tokens
@@ -92,6 +93,7 @@ class Gateway:
         self.settle_pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-settle")
         self.books = Books(self._in_pool, self._in_settle_pool)
         self.session = passthrough.new_session()
+        self.queues = UpstreamQueues(int(settings.BEARPIT_LOCAL_SLOTS))
 
     async def _in_pool(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn)
@@ -298,6 +300,13 @@ class Gateway:
         return Response(body, media_type="application/json")
 
     async def _complete(self, call: Call, usage: Usage) -> bytes:
+        queue = self.queues.for_key(call.key)
+        if queue is None:
+            return await self._forward(call, usage)
+        async with queue:
+            return await self._forward(call, usage)
+
+    async def _forward(self, call: Call, usage: Usage) -> bytes:
         transport = call.key.transport
         if transport == "scripted":
             reply, prompt = await self.db(scripted_backend.compute_reply, call)
@@ -308,6 +317,18 @@ class Gateway:
         return await litellm_backend.complete(call, usage)
 
     async def _open_stream(self, call: Call, usage: Usage) -> AsyncIterator[bytes]:
+        queue = self.queues.for_key(call.key)
+        if queue is None:
+            return await self._open_upstream(call, usage)
+        await queue.acquire()
+        try:
+            stream = await self._open_upstream(call, usage)
+        except BaseException:
+            queue.release()
+            raise
+        return held_while_streaming(queue, stream)
+
+    async def _open_upstream(self, call: Call, usage: Usage) -> AsyncIterator[bytes]:
         transport = call.key.transport
         if transport == "scripted":
             reply, prompt = await self.db(scripted_backend.compute_reply, call)

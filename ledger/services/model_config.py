@@ -42,7 +42,13 @@ def _tier(where: str, data: object, *, per_token: bool, provider: str) -> dict[s
                 f"{where}.{name}",
                 f"a price of 0 is only for flat-rate providers; {provider!r} bills per token",
             )
-    return spec.model_dump()
+    data = spec.model_dump()
+    # The tool mode and reply bound are stored only when given, so a tier edited as it
+    # was stored compares equal to it (rows written before these fields have neither).
+    for name in ("tool_mode", "max_output_tokens"):
+        if name not in spec.model_fields_set:
+            data.pop(name)
+    return data
 
 
 def _checked(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal
@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import transaction
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ledger.local_server import local_api_base, model_alias
 from ledger.models import LedgerSetting, ProviderProfile
 
 log = logging.getLogger(__name__)
@@ -21,6 +22,7 @@ ENTRY_POINT_GROUP = "bearpit.providers"
 ACTIVE_PROVIDER_KEY = "active_provider"
 DEFAULT_PROVIDER = "azure"
 TIERS = ("small", "medium", "large")
+LOCAL_PROVIDER = "local"
 
 
 class ProfileError(ValueError):
@@ -35,6 +37,10 @@ class TierSpec(BaseModel):
     input_cost_per_token: float | None = Field(default=None, ge=0, le=1)
     output_cost_per_token: float | None = Field(default=None, ge=0, le=1)
     context_length: int | None = Field(default=None, ge=1, le=100_000_000)
+    # How the model is asked for tool calls: native tool calling, a constrained JSON reply,
+    # or native until the model's first reply shows it answers tools in JSON (runtime/model).
+    tool_mode: Literal["native", "json", "auto"] = "native"
+    max_output_tokens: int | None = Field(default=None, ge=16, le=1_000_000)
 
 
 class ProfileSpec(BaseModel):
@@ -63,6 +69,8 @@ class Tier:
     input_cost_per_token: Decimal | None
     output_cost_per_token: Decimal | None
     context_length: int | None
+    tool_mode: str = "native"
+    max_output_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,8 @@ class ResolvedModel:
     input_cost_per_token: Decimal | None = None
     output_cost_per_token: Decimal | None = None
     context_length: int | None = None
+    tool_mode: str = "native"
+    max_output_tokens: int | None = None
     cap_usd: Decimal | None = None
     on_exhausted: str = "starve"
     min_turn_seconds: float | None = None
@@ -113,6 +123,8 @@ def _tier(data: Mapping[str, Any]) -> Tier:
         input_cost_per_token=_dec(data.get("input_cost_per_token")),
         output_cost_per_token=_dec(data.get("output_cost_per_token")),
         context_length=data.get("context_length"),
+        tool_mode=str(data.get("tool_mode") or "native"),
+        max_output_tokens=data.get("max_output_tokens"),
     )
 
 
@@ -210,7 +222,38 @@ def all_profiles() -> dict[str, Profile]:
     """Database profiles, with plugin profiles added (a plugin may override by name)."""
     out = {row.name: profile_from_row(row) for row in ProviderProfile.objects.all()}
     out.update(load_plugin_profiles())
+    if LOCAL_PROVIDER in out and settings.BEARPIT_LOCAL_MODEL:
+        out[LOCAL_PROVIDER] = served_locally(out[LOCAL_PROVIDER])
     return out
+
+
+def served_locally(profile: Profile) -> Profile:
+    """The `local` profile while the platform serves ``BEARPIT_LOCAL_MODEL`` itself.
+
+    Every tier is that one model, at the embedded server's address, asked for tools in
+    JSON (a GGUF's chat template rarely knows tool calls), within the server's per-slot
+    context and reply bound, paced for a slow machine. It stays flat-rate.
+    """
+    # The profile's own (nominal) prices stay, so token caps keep counting; none is 0.
+    priced = profile.categories.get("medium") or next(iter(profile.categories.values()), None)
+    served = Tier(
+        model=model_alias(str(settings.BEARPIT_LOCAL_MODEL)),
+        effort=None,
+        input_cost_per_token=(priced.input_cost_per_token if priced else None) or Decimal(0),
+        output_cost_per_token=(priced.output_cost_per_token if priced else None) or Decimal(0),
+        context_length=int(settings.BEARPIT_LOCAL_CONTEXT),
+        tool_mode="json",
+        max_output_tokens=int(settings.BEARPIT_LOCAL_MAX_TOKENS),
+    )
+    return replace(
+        profile,
+        api_base=local_api_base(),
+        categories={tier: served for tier in TIERS},
+        flat_rate=True,
+        min_turn_seconds=max(
+            profile.min_turn_seconds or 0.0, float(settings.BEARPIT_LOCAL_MIN_TURN_SECONDS)
+        ),
+    )
 
 
 def providers_using_handle(handle: str) -> list[str]:
@@ -324,6 +367,8 @@ def resolve_agent_model(agent: Mapping[str, Any], profile: Profile) -> ResolvedM
         input_cost_per_token=tier.input_cost_per_token,
         output_cost_per_token=tier.output_cost_per_token,
         context_length=tier.context_length,
+        tool_mode=tier.tool_mode,
+        max_output_tokens=tier.max_output_tokens,
         cap_usd=cap,
         on_exhausted=on_exhausted,
         min_turn_seconds=home.min_turn_seconds if home else None,

@@ -3,7 +3,9 @@
 ``EmbeddedPlatform.start()`` migrates the SQLite database, serves the platform app
 (the homeserver pushes bus events to it), starts the homeserver unless one is
 already running, and serves the model gateway and realmtools on their sockets.
-``stop()`` stops exactly what ``start()`` started, in reverse order. There is no
+With the `local` provider active and ``BEARPIT_LOCAL_MODEL`` set, it also serves that model
+with llama.cpp (``ledger.local_server``) before the gateway, so no agent calls a model
+that is not loaded. ``stop()`` stops exactly what ``start()`` started, in reverse order. There is no
 broker: the foreground driver calls the service functions the tasks call, and a task
 queued by name runs in this process (``bearpit.queue``).
 """
@@ -27,10 +29,29 @@ def run_dir() -> Path:
     return Path(settings.BEARPIT_HOME) / "run"
 
 
+def serves_local_model(provider: str | None = None) -> bool:
+    """Whether this platform serves ``BEARPIT_LOCAL_MODEL``: set, and `local` is the
+    provider (the one named for this run, else the active one)."""
+    from django.db import DatabaseError
+
+    from ledger.services.profiles import LOCAL_PROVIDER, active_provider_name
+
+    if not settings.BEARPIT_LOCAL_MODEL:
+        return False
+    if provider:
+        return provider == LOCAL_PROVIDER
+    try:
+        return active_provider_name() == LOCAL_PROVIDER
+    except DatabaseError:  # a database not migrated yet has no stored choice
+        return settings.BEARPIT_PROVIDER == LOCAL_PROVIDER
+
+
 class EmbeddedPlatform:
-    def __init__(self, say: Say | None = None) -> None:
+    def __init__(self, say: Say | None = None, *, provider: str | None = None) -> None:
         self._say = say or (lambda _text: None)
+        self.provider = provider
         self._stops: list[tuple[str, Callable[[], Any]]] = []
+        self.local_server: Any = None
 
     def start(self) -> EmbeddedPlatform:
         try:
@@ -48,6 +69,8 @@ class EmbeddedPlatform:
         bytecode.start_compiling()  # while the homeserver starts
         if settings.BEARPIT_MATRIX_URL is None:
             self._start_bus()
+        if serves_local_model(self.provider):
+            self._start_local_model()
         self._start_gateway()
         self._start_realmtools()
 
@@ -72,6 +95,15 @@ class EmbeddedPlatform:
             resume_delivery()
         except (MatrixError, OSError) as exc:
             log.info("resuming bus delivery: %s", exc)
+
+    def _start_local_model(self) -> None:
+        from ledger.local_server import LocalServer, LocalServerConfig
+
+        config = LocalServerConfig.from_settings()
+        self._say(f"starting the local model server ({config.model.name}, {config.slots} slots)")
+        server = LocalServer(config, run_dir() / "local-model.log").start()
+        self.local_server = server
+        self._stops.append(("local model server", server.stop))
 
     def _start_gateway(self) -> None:
         from ledger.gateway.server import GatewayServer

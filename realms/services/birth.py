@@ -7,6 +7,7 @@ Paths and socket addresses are written as the sandbox sees them: the home at
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 from realms.plan import PlanAgent, RealmPlan
 from realms.skills import builtin as builtin_skills
@@ -59,6 +60,14 @@ def _on_demand(skill: Skill) -> Skill:
     if skill.name in builtin_skills.names() and not doc.description:
         doc = builtin_skills.doc(skill.name)
     return Skill(name=skill.name, text=doc.body, description=doc.description, on_demand=True)
+
+
+def _tool_mode(mode: str) -> Literal["native", "json", "auto"]:
+    if mode == "json":
+        return "json"
+    if mode == "auto":
+        return "auto"
+    return "native"
 
 
 def _budget_note(cap_usd: float | None) -> str | None:
@@ -114,6 +123,12 @@ def build_birth(
             api_key=virtual_key,
             name=model_name,
             context_length=max(1024, agent.context_length or 128_000),
+            tool_mode=_tool_mode(agent.tool_mode),
+            **(
+                {"max_output_tokens": agent.max_output_tokens}
+                if agent.max_output_tokens is not None
+                else {}
+            ),
         ),
         bus=BusSettings(
             homeserver_url="http://homeserver",

@@ -250,6 +250,8 @@ def build_run_config(
                 "effort": r.effort,
                 "provider": r.provider,
                 "context_length": r.context_length,
+                "tool_mode": r.tool_mode,
+                "max_output_tokens": r.max_output_tokens,
                 "budget_usd": _money(r.cap_usd),
                 "on_exhausted": r.on_exhausted,
                 "skills": skills,

@@ -4,7 +4,8 @@
 ``broken`` → 500; ``leaky`` → 400 quoting the key it was sent; ``hang`` never answers;
 ``slow-stream`` streams one chunk every 50 ms for 10 s; ``echo`` answers (plain or streamed)
 with the authorization header it was sent; ``wild-usage`` reports negative and absurd token
-counts. ``ok`` honours ``n`` with one choice (and 7 completion tokens) per completion.
+counts; ``busy`` answers after 0.3 s and counts how many calls it holds at once
+(``most_at_once``). ``ok`` honours ``n`` with one choice (and 7 completion tokens) per completion.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class FakeUpstream:
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str] = []
         self.slow_stream_closed = threading.Event()
+        self.at_once = 0
+        self.most_at_once = 0
         self.port = 0
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -51,6 +54,13 @@ class FakeUpstream:
             return JSONResponse({"error": {"message": "boom"}}, status_code=500)
         if model == "hang":
             await asyncio.sleep(3600)
+        if model == "busy":
+            self.at_once += 1
+            self.most_at_once = max(self.most_at_once, self.at_once)
+            try:
+                await asyncio.sleep(0.3)
+            finally:
+                self.at_once -= 1
         if model == "slow-stream":
             return StreamingResponse(self._slow(), media_type="text/event-stream")
         text = "fake reply"

@@ -73,7 +73,7 @@ class Command(ForegroundCommand):
             for line in forecast_lines(found, note):
                 self.say(line)
             return
-        platform = EmbeddedPlatform(self.say)
+        platform = EmbeddedPlatform(self.say, provider=options.get("provider"))
         interrupts = Interrupts().install()
         self._launched: str | None = None
         try:
