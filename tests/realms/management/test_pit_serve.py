@@ -144,6 +144,8 @@ def test_a_realm_left_running_is_recovered_and_ticked_to_its_end(tmp_path: Path)
         port = free_port()
         serve = start_pit(["pit_serve", "--port", str(port)], env, serve_log)
         wait_for_line(serve_log, f"recover: {realm_id} resumed", serve, timeout=90)
+        # Recovery comes before serving; the token exists once the login URL is printed.
+        wait_for_line(serve_log, "login: ", serve, timeout=60)
         token = (home / "api-token").read_text().strip()
         bearer = {"Authorization": f"Bearer {token}"}
         deadline = time.monotonic() + 120
