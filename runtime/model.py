@@ -176,28 +176,13 @@ def close_cut_json(text: str) -> str | None:
     still open) is not: a half-written call must never be run. None when nothing is
     repaired.
     """
-    depth = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
+    depth, in_string, escaped, _ = _scan(text)
     if depth != 1 or not text.lstrip().startswith("{"):
         return None
     body = text[:-1] if escaped else text
     candidates = [body + ('"' if in_string else "") + "}"]
     # Or drop the unfinished member: back to the last comma outside strings.
-    last_comma = _last_top_comma(body)
+    last_comma = _scan(body)[3]
     if last_comma is not None:
         candidates.append(body[:last_comma] + "}")
     for candidate in candidates:
@@ -209,10 +194,12 @@ def close_cut_json(text: str) -> str | None:
     return None
 
 
-def _last_top_comma(text: str) -> int | None:
+def _scan(text: str) -> tuple[int, bool, bool, int | None]:
+    """Where a JSON text stands at its end: the nesting depth, whether it is inside a
+    string (and just after a backslash there), and the last comma at depth 1."""
     depth = 0
     in_string = escaped = False
-    found: int | None = None
+    last_comma: int | None = None
     for i, ch in enumerate(text):
         if in_string:
             if escaped:
@@ -228,8 +215,8 @@ def _last_top_comma(text: str) -> int | None:
         elif ch in "]}":
             depth -= 1
         elif ch == "," and depth == 1:
-            found = i
-    return found
+            last_comma = i
+    return depth, in_string, escaped, last_comma
 
 
 def parse_json_reply(content: str, next_id: Callable[[], str]) -> tuple[str, list[ToolCall]] | None:
