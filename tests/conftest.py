@@ -8,6 +8,7 @@ import pytest
 
 pytest_plugins = [
     "tests.fixtures.compat",
+    "tests.fixtures.console",
     "tests.fixtures.gate",
     "tests.fixtures.homeserver",
     "tests.fixtures.podman",

@@ -4,17 +4,11 @@ transcript, and reruns through the API's queue with every refusal changing nothi
 
 from __future__ import annotations
 
-import queue
-from collections.abc import Iterator
-
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 
 from chronicle.kinds import Kind
 from realms.forge.layout import archive_dir
 from realms.models import Realm
-from realms.services.queue import close_local_worker, open_local_worker
 from tests.chronicle.realmkit import event
 from tests.fixtures.realms import build_realm
 
@@ -24,19 +18,6 @@ pytestmark = [pytest.mark.timeout(120), pytest.mark.django_db]
 @pytest.fixture(autouse=True)
 def _home(settings, tmp_path):
     settings.BEARPIT_HOME = tmp_path / "home"
-
-
-@pytest.fixture
-def operator(client: Client) -> Client:
-    client.force_login(get_user_model().objects.create_superuser("operator", "", None))
-    return client
-
-
-@pytest.fixture
-def local_worker() -> Iterator[queue.Queue[str]]:
-    inbox = open_local_worker()
-    yield inbox
-    close_local_worker()
 
 
 @pytest.fixture

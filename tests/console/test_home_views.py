@@ -4,8 +4,6 @@ first-run button and its refusals (no worker, at capacity), none of which starts
 from __future__ import annotations
 
 import datetime as dt
-import queue
-from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -14,7 +12,6 @@ from django.utils import timezone
 
 from chronicle.kinds import Kind
 from realms.models import Realm
-from realms.services.queue import close_local_worker, open_local_worker
 from tests.chronicle.realmkit import event
 from tests.conftest import REPO
 from tests.fixtures.realms import build_realm
@@ -26,19 +23,6 @@ pytestmark = [pytest.mark.timeout(120), pytest.mark.django_db]
 def _home(settings, tmp_path):
     settings.BEARPIT_HOME = tmp_path / "home"
     settings.BEARPIT_EXAMPLES_DIR = REPO / "examples"
-
-
-@pytest.fixture
-def operator(client: Client) -> Client:
-    client.force_login(get_user_model().objects.create_superuser("operator", "", None))
-    return client
-
-
-@pytest.fixture
-def local_worker() -> Iterator[queue.Queue[str]]:
-    inbox = open_local_worker()
-    yield inbox
-    close_local_worker()
 
 
 def test_a_browser_without_the_operator_session_sees_no_page(client):

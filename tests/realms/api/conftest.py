@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import json
 import queue
-from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
 import pytest
 from drf_spectacular.generators import SchemaGenerator
-
-from realms.services.queue import close_local_worker, open_local_worker
 
 TOKEN = "test-operator-token-routes-0123"
 
@@ -38,14 +35,6 @@ def routes_api(client, settings, tmp_path) -> Api:
     settings.BEARPIT_HOME = tmp_path
     settings.BEARPIT_API_TOKEN = TOKEN
     return Api(client)
-
-
-@pytest.fixture
-def local_worker() -> Iterator[queue.Queue[str]]:
-    """This process as the worker, as pit_serve makes it: launched ids arrive here."""
-    inbox = open_local_worker()
-    yield inbox
-    close_local_worker()
 
 
 def drained(inbox: queue.Queue[str]) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import queue
 import re
-from collections.abc import Iterator
 from typing import Any, Literal
 
 import pytest
@@ -21,7 +20,6 @@ from realms.realmtools.context import Caller
 from realms.realmtools.facts import load_facts
 from realms.realmtools.identity import Identity
 from realms.realmtools.machine import service
-from realms.services.queue import close_local_worker, open_local_worker
 from tests.chronicle.realmkit import event, say
 from tests.fixtures.realms import build_realm
 from tests.realms.realmtools.machines import AUCTION
@@ -44,13 +42,6 @@ def operator(client: Client, settings: Any, tmp_path: Any) -> Client:
     )
     client.force_login(user)
     return client
-
-
-@pytest.fixture
-def local_worker() -> Iterator[queue.Queue[str]]:
-    inbox = open_local_worker()
-    yield inbox
-    close_local_worker()
 
 
 def _htmx(client: Client, path: str, data: dict[str, str] | None = None) -> Any:

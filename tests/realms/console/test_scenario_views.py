@@ -9,8 +9,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 
 from realms.library import files as trees
 from realms.library import services as library
@@ -26,12 +24,6 @@ EXAMPLES = sorted(p.name for p in (REPO / "examples").iterdir() if (p / "project
 def _home(settings, tmp_path):
     settings.BEARPIT_HOME = tmp_path / "home"
     settings.BEARPIT_EXAMPLES_DIR = REPO / "examples"
-
-
-@pytest.fixture
-def operator(client: Client) -> Client:
-    client.force_login(get_user_model().objects.create_superuser("operator", "", None))
-    return client
 
 
 def library_state() -> list[tuple[str, str, str, bytes]]:

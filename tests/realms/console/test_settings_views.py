@@ -29,12 +29,6 @@ def _settings(settings, tmp_path):
     seed_profiles(overwrite=True)
 
 
-@pytest.fixture
-def operator(client: Client) -> Client:
-    client.force_login(get_user_model().objects.create_superuser("operator", "", None))
-    return client
-
-
 def tiers_post(name: str, **changes: str) -> dict[str, str]:
     """The tier form of ``name`` as the page fills it, with ``changes`` typed over it."""
     prefix = f"tiers-{name}"

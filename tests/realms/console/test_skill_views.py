@@ -8,9 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 
 from realms.skills.user import user_root
 
@@ -22,12 +20,6 @@ SKILL = b"---\nname: haggler\ndescription: Bargain hard.\n---\nOpen low, <b>conc
 @pytest.fixture(autouse=True)
 def _home(settings, tmp_path):
     settings.BEARPIT_HOME = tmp_path / "home"
-
-
-@pytest.fixture
-def operator(client: Client) -> Client:
-    client.force_login(get_user_model().objects.create_superuser("operator", "", None))
-    return client
 
 
 def user_files() -> dict[str, bytes]:
