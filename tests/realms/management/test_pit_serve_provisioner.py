@@ -10,6 +10,7 @@ import pytest
 from realms.management.commands.pit_serve import Provisioner
 from realms.models import Realm
 from realms.services.queue import open_local_worker
+from realms.services.teardown import tear_down
 from tests.fixtures.realms import build_realm
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.django_db(transaction=True)]
@@ -38,5 +39,10 @@ def test_realms_left_pending_and_realms_handed_over_are_provisioned():
         assert _wait_until_not_pending("handed-abc123") != Realm.State.PENDING
     finally:
         provisioner.stop()
+        # Where this worker also has a homeserver, provisioning succeeds and the realms'
+        # sandboxes run: stop them and release their mounted homes, as a conclusion does.
+        for realm_id in ("left-abc123", "handed-abc123"):
+            if Realm.objects.filter(realm_id=realm_id).exists():
+                tear_down(realm_id, "the test is over")
     assert "provision: left-abc123 (launched through the API)" in lines
     assert "provision: handed-abc123 (launched through the API)" in lines
