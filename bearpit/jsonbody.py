@@ -61,12 +61,14 @@ def loads_body(raw: bytes | str, *, where: str = "body", max_depth: int = MAX_DE
 class BoundedJSONParser(JSONParser):
     """DRF's JSON parser with the limits of :func:`loads_body`."""
 
+    max_bytes = MAX_JSON_BODY_BYTES
+
     def parse(
         self, stream: IO[Any] | None, media_type: str | None = None, parser_context: Any = None
     ) -> Any:
-        raw = stream.read(MAX_JSON_BODY_BYTES + 1) if stream is not None else b""
-        if len(raw) > MAX_JSON_BODY_BYTES:
-            raise BodyTooLarge(f"the JSON body is larger than {MAX_JSON_BODY_BYTES} bytes")
+        raw = stream.read(self.max_bytes + 1) if stream is not None else b""
+        if len(raw) > self.max_bytes:
+            raise BodyTooLarge(f"the JSON body is larger than {self.max_bytes} bytes")
         try:
             return loads_body(raw)
         except BodyError as exc:

@@ -142,11 +142,13 @@ except env.SettingError as exc:
 # A local model (the `local` provider). With BEARPIT_LOCAL_MODEL naming a GGUF file, the
 # embedded platform serves it with llama.cpp on 127.0.0.1:BEARPIT_LOCAL_PORT; without it the
 # `local` profile's api_base names a server already running. Slots are parallel requests the
-# server answers (the gateway queues the rest), context is per slot, max tokens caps replies.
+# server answers (the gateway queues the rest): 0 sizes them to the realm, one per agent up to
+# BEARPIT_LOCAL_MAX_SLOTS. Context is per slot, max tokens caps replies.
 try:
     BEARPIT_LOCAL_MODEL = env.env_str("BEARPIT_LOCAL_MODEL")
     BEARPIT_LOCAL_PORT = env.env_int("BEARPIT_LOCAL_PORT", 8791, minimum=1, maximum=65535)
-    BEARPIT_LOCAL_SLOTS = env.env_int("BEARPIT_LOCAL_SLOTS", 2, minimum=1, maximum=64)
+    BEARPIT_LOCAL_SLOTS = env.env_int("BEARPIT_LOCAL_SLOTS", 0, minimum=0, maximum=64)
+    BEARPIT_LOCAL_MAX_SLOTS = env.env_int("BEARPIT_LOCAL_MAX_SLOTS", 4, minimum=1, maximum=64)
     BEARPIT_LOCAL_CONTEXT = env.env_int("BEARPIT_LOCAL_CONTEXT", 8192, minimum=1024)
     BEARPIT_LOCAL_MAX_TOKENS = env.env_int("BEARPIT_LOCAL_MAX_TOKENS", 256, minimum=16)
     BEARPIT_LOCAL_THREADS = env.env_int("BEARPIT_LOCAL_THREADS", 0, minimum=0, maximum=512)

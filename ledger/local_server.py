@@ -38,14 +38,14 @@ class LocalServerConfig:
     temperature: float = 0.8
 
     @classmethod
-    def from_settings(cls) -> LocalServerConfig:
+    def from_settings(cls, agents: int | None = None) -> LocalServerConfig:
         path = settings.BEARPIT_LOCAL_MODEL
         if not path:
             raise LocalServerError("BEARPIT_LOCAL_MODEL: not set; name a GGUF model file")
         return cls(
             model=Path(path).expanduser(),
             port=int(settings.BEARPIT_LOCAL_PORT),
-            slots=int(settings.BEARPIT_LOCAL_SLOTS),
+            slots=slots_for(agents),
             context=int(settings.BEARPIT_LOCAL_CONTEXT),
             max_tokens=int(settings.BEARPIT_LOCAL_MAX_TOKENS),
             threads=int(settings.BEARPIT_LOCAL_THREADS),
@@ -56,6 +56,21 @@ class LocalServerConfig:
     @property
     def api_base(self) -> str:
         return f"http://{HOST}:{self.port}/v1"
+
+
+def slots_for(agents: int | None) -> int:
+    """How many requests the server answers at once: the setting, else one per agent.
+
+    Every agent of a realm may be waiting on its model at the same moment (a referee and
+    players alike), so a slot each keeps none of them queued behind another; past
+    BEARPIT_LOCAL_MAX_SLOTS the cores are the limit, not the slots. Without a realm to size
+    to (``pit_serve`` serves whatever comes), it is the most allowed.
+    """
+    fixed = int(settings.BEARPIT_LOCAL_SLOTS)
+    if fixed:
+        return fixed
+    most = int(settings.BEARPIT_LOCAL_MAX_SLOTS)
+    return most if agents is None else max(1, min(agents, most))
 
 
 def local_api_base() -> str:

@@ -40,6 +40,7 @@ from ledger.gateway.errors import (
     unauthorized,
 )
 from ledger.gateway.local_queue import UpstreamQueues, held_while_streaming
+from ledger.local_server import slots_for
 from ledger.pricing import cost_nusd, to_usd
 from ledger.services import spend
 from ledger.tokens import count_messages, estimate_prompt_tokens
@@ -93,7 +94,7 @@ class Gateway:
         self.settle_pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-settle")
         self.books = Books(self._in_pool, self._in_settle_pool)
         self.session = passthrough.new_session()
-        self.queues = UpstreamQueues(int(settings.BEARPIT_LOCAL_SLOTS))
+        self.queues = UpstreamQueues(slots_for(None), self.session)
 
     async def _in_pool(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn)
@@ -300,7 +301,7 @@ class Gateway:
         return Response(body, media_type="application/json")
 
     async def _complete(self, call: Call, usage: Usage) -> bytes:
-        queue = self.queues.for_key(call.key)
+        queue = await self.queues.for_key(call.key)
         if queue is None:
             return await self._forward(call, usage)
         async with queue:
@@ -317,7 +318,7 @@ class Gateway:
         return await litellm_backend.complete(call, usage)
 
     async def _open_stream(self, call: Call, usage: Usage) -> AsyncIterator[bytes]:
-        queue = self.queues.for_key(call.key)
+        queue = await self.queues.for_key(call.key)
         if queue is None:
             return await self._open_upstream(call, usage)
         await queue.acquire()

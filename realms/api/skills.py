@@ -31,15 +31,7 @@ class SkillCreateSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 def _card(skill: skills.Skill) -> dict[str, Any]:
-    doc = skill.doc()
-    return {
-        "source": skill.source,
-        "ref": skill.ref,
-        "name": doc.name,
-        "description": doc.description,
-        "files": sorted(skill.files()),
-        "editable": skill.source == skills.USER,
-    }
+    return {**skill.summary(), "files": sorted(skill.files())}
 
 
 def _detail(skill: skills.Skill) -> dict[str, Any]:

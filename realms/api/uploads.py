@@ -7,11 +7,11 @@ from typing import IO, Any
 
 from django.core.files.uploadedfile import UploadedFile
 from rest_framework import serializers
-from rest_framework.exceptions import ParseError, ValidationError
-from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
 
-from bearpit.jsonbody import BodyError, BodyTooLarge, loads_body
+from bearpit.jsonbody import BoundedJSONParser
 from realms.library.files import MAX_FILES, MAX_TOTAL_BYTES
 
 # A files map carries a whole package, JSON-escaped: room for the library's 5 MB and the
@@ -35,19 +35,10 @@ class ZipParser(BaseParser):
         return bytes(data)
 
 
-class FilesMapJSONParser(JSONParser):
+class FilesMapJSONParser(BoundedJSONParser):
     """The API's JSON checks, with room for a whole package's files."""
 
-    def parse(
-        self, stream: IO[Any] | None, media_type: str | None = None, parser_context: Any = None
-    ) -> Any:
-        raw = stream.read(MAX_FILES_BODY_BYTES + 1) if stream is not None else b""
-        if len(raw) > MAX_FILES_BODY_BYTES:
-            raise BodyTooLarge(f"the JSON body is larger than {MAX_FILES_BODY_BYTES} bytes")
-        try:
-            return loads_body(raw)
-        except BodyError as exc:
-            raise ParseError(str(exc)) from None
+    max_bytes = MAX_FILES_BODY_BYTES
 
 
 class TextField(serializers.CharField):

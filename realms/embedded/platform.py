@@ -47,9 +47,14 @@ def serves_local_model(provider: str | None = None) -> bool:
 
 
 class EmbeddedPlatform:
-    def __init__(self, say: Say | None = None, *, provider: str | None = None) -> None:
+    def __init__(
+        self, say: Say | None = None, *, provider: str | None = None, agents: int | None = None
+    ) -> None:
         self._say = say or (lambda _text: None)
         self.provider = provider
+        # The realm's size, when one realm is all this platform runs: the local model
+        # server gets a slot per agent (``ledger.local_server.slots_for``).
+        self.agents = agents
         self._stops: list[tuple[str, Callable[[], Any]]] = []
         self.local_server: Any = None
 
@@ -99,8 +104,9 @@ class EmbeddedPlatform:
     def _start_local_model(self) -> None:
         from ledger.local_server import LocalServer, LocalServerConfig
 
-        config = LocalServerConfig.from_settings()
-        self._say(f"starting the local model server ({config.model.name}, {config.slots} slots)")
+        config = LocalServerConfig.from_settings(self.agents)
+        slots = f"{config.slots} slot{'s' if config.slots != 1 else ''}"
+        self._say(f"starting the local model server ({config.model.name}, {slots})")
         server = LocalServer(config, run_dir() / "local-model.log").start()
         self.local_server = server
         self._stops.append(("local model server", server.stop))

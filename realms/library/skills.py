@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from realms.library import files as trees
 from realms.skills import builtin
@@ -61,6 +62,21 @@ class Skill:
             return parse(self.text(), default_name=self.ref)
         except (SkillFileError, UnicodeDecodeError) as exc:
             return SkillDoc(name=self.ref, description=f"(unreadable: {exc})", body="")
+
+    @property
+    def editable(self) -> bool:
+        return self.source == USER
+
+    def summary(self, doc: SkillDoc | None = None) -> dict[str, Any]:
+        """Where it lives and what it says it is: a line of a list, in the API or the console."""
+        doc = doc or self.doc()
+        return {
+            "source": self.source,
+            "ref": self.ref,
+            "name": doc.name,
+            "description": doc.description,
+            "editable": self.editable,
+        }
 
 
 def _ref(ref: str) -> str:

@@ -81,7 +81,8 @@ def test_a_realm_runs_end_to_end_on_a_real_local_model(tmp_path: Path) -> None:
     out = log.read_text(encoding="utf-8")
     print(f"pit_up ember on SmolLM2 took {time.monotonic() - began:.0f}s")
     assert code == 0, out
-    assert "starting the local model server (SmolLM2-135M-Instruct.Q4_1.gguf" in out, out
+    # The package has one agent: the server gets one slot, not the most allowed.
+    assert "starting the local model server (SmolLM2-135M-Instruct.Q4_1.gguf, 1 slot)" in out, out
 
     chron = read_chronicle(home)
     (realm,) = chron.realms

@@ -31,6 +31,9 @@ class FakeUpstream:
         self.slow_stream_closed = threading.Event()
         self.at_once = 0
         self.most_at_once = 0
+        # What ``GET /props`` says, as llama.cpp's server does; None answers 404, as others do.
+        self.total_slots: int | None = None
+        self.props_asked = 0
         self.port = 0
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -127,8 +130,19 @@ class FakeUpstream:
         finally:
             self.slow_stream_closed.set()
 
+    async def _props(self, request: Request) -> Response:
+        self.props_asked += 1
+        if self.total_slots is None:
+            return Response(status_code=404)
+        return JSONResponse({"total_slots": self.total_slots})
+
     def start(self) -> FakeUpstream:
-        app = Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/props", self._props, methods=["GET"]),
+            ]
+        )
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]

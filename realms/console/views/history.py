@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -19,15 +18,13 @@ from chronicle.report import render_report
 from realms.api.status import run_history
 from realms.console.access import operator_required
 from realms.console.history_filters import HistoryFilter
+from realms.console.rerun import RerunRefused, rerun_from_form
 from realms.forge.layout import archive_dir
 from realms.ids import is_realm_id
 from realms.models import Realm
-from realms.services.queue import ConsentRequired, LaunchError, QueueRefused, queue_rerun
-from realms.services.rerun import Mode
 
 # The newest runs the page reads; filters narrow these.
 WINDOW = 200
-MODES: dict[str, Mode] = {"snapshot": "snapshot", "latest": "latest"}
 
 
 def _transcript_path(realm_id: str) -> Any:
@@ -113,23 +110,16 @@ def transcript(request: HttpRequest, realm_id: str) -> HttpResponse:
 def rerun(request: HttpRequest, realm_id: str) -> HttpResponse:
     if not _known(realm_id):
         return _unknown(request, realm_id)
-    given = request.POST.get("mode", "")
-    mode = MODES.get(given)
-    if mode is None:
-        problem = f"mode: expected snapshot or latest; got {given!r}"
-        return _page(request, status=400, refused={"realm_id": realm_id, "problems": [problem]})
-    consent = request.POST.get("allow_elevated_tools") == "on"
-    try:
-        realm = queue_rerun(
-            realm_id, mode, capacity=settings.BEARPIT_MAX_ACTIVE_REALMS, allow_elevated=consent
-        )
-    except ConsentRequired as exc:
-        context = {"nav": "history", "realm_id": realm_id, "mode": mode, "elevated": exc.elevated}
-        return render(request, "console/history_consent.html", context, status=400)
-    except QueueRefused as exc:
-        return _page(
-            request, status=exc.status, refused={"realm_id": realm_id, "problems": [str(exc)]}
-        )
-    except LaunchError as exc:
-        return _page(request, status=400, refused={"realm_id": realm_id, "problems": exc.problems})
-    return redirect("console:realm", realm_id=realm.realm_id)
+    outcome = rerun_from_form(request, realm_id)
+    if isinstance(outcome, RerunRefused):
+        if outcome.elevated:
+            context = {
+                "nav": "history",
+                "realm_id": realm_id,
+                "mode": outcome.mode,
+                "elevated": outcome.elevated,
+            }
+            return render(request, "console/history_consent.html", context, status=400)
+        refused = {"realm_id": realm_id, "problems": outcome.problems}
+        return _page(request, status=outcome.status, refused=refused)
+    return redirect("console:realm", realm_id=outcome.realm_id)

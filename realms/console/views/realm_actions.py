@@ -10,17 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from realms.console.access import operator_required
+from realms.console.rerun import RerunRefused, rerun_from_form
 from realms.console.views.panels import Panels, build_panels, known, unknown_realm
 from realms.services.messages import MessageError, send_operator_message
-from realms.services.queue import ConsentRequired, LaunchError, QueueRefused, queue_rerun
-from realms.services.rerun import Mode
 from realms.services.stop import AlreadyOver, stop_live_realm
 
 
@@ -98,36 +96,18 @@ def _rerun_refused(
 def rerun(request: HttpRequest, realm_id: str) -> HttpResponse:
     if not known(realm_id):
         return unknown_realm(request, realm_id)
-    raw = request.POST.get("mode", "")
-    mode: Mode
-    if raw == "snapshot":
-        mode = "snapshot"
-    elif raw == "latest":
-        mode = "latest"
-    else:
-        error = f"mode: expected snapshot or latest, got {raw[:40]!r}"
-        return _rerun_refused(request, realm_id, {"field": "mode", "error": error}, 400)
-    consent = request.POST.get("allow_elevated_tools") == "on"
-    try:
-        realm = queue_rerun(
-            realm_id,
-            mode,
-            capacity=settings.BEARPIT_MAX_ACTIVE_REALMS,
-            allow_elevated=consent,
-        )
-    except QueueRefused as exc:
+    outcome = rerun_from_form(request, realm_id)
+    if isinstance(outcome, RerunRefused):
+        note: dict[str, Any] = {"error": outcome.error}
+        if outcome.where:
+            note["field"] = outcome.where
+        if outcome.mode:
+            note["mode"] = outcome.mode
         # A refusal the page shows beside the buttons; "no worker" (503 in the API) is
         # the installation's state, not a server error, so the page says 409.
-        status = exc.status if exc.status < 500 else 409
-        return _rerun_refused(request, realm_id, {"error": str(exc), "mode": mode}, status)
-    except ConsentRequired as exc:
-        note = {"field": "allow_elevated_tools", "error": "; ".join(exc.problems), "mode": mode}
-        return _rerun_refused(request, realm_id, note, 400)
-    except LaunchError as exc:
-        return _rerun_refused(
-            request, realm_id, {"error": "; ".join(exc.problems), "mode": mode}, 400
-        )
-    target = f"/realms/{realm.realm_id}/"
+        status = outcome.status if outcome.status < 500 else 409
+        return _rerun_refused(request, realm_id, note, status)
+    target = f"/realms/{outcome.realm_id}/"
     if _htmx(request):
         response = HttpResponse(status=204)
         response["HX-Redirect"] = target

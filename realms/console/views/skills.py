@@ -29,13 +29,9 @@ _GIVEN_TO = {AGENT_SKILL: "every participant", REFEREE_SKILL: "every referee"}
 def _row(skill: skills.Skill) -> dict[str, Any]:
     doc = skill.doc()
     return {
-        "source": skill.source,
-        "ref": skill.ref,
-        "name": doc.name,
-        "description": doc.description,
+        **skill.summary(doc),
         "body": doc.body,
         "given_to": _GIVEN_TO.get(skill.ref, "") if skill.source == skills.BUILTIN else "",
-        "editable": skill.source == skills.USER,
     }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from realms.embedded import driver
-from realms.embedded.platform import EmbeddedPlatform
+from realms.embedded.platform import EmbeddedPlatform, serves_local_model
 from realms.management.forecasting import forecast_lines, run_forecast
 from realms.management.foreground import ForegroundCommand
 from realms.management.interrupts import Interrupts
@@ -73,7 +73,9 @@ class Command(ForegroundCommand):
             for line in forecast_lines(found, note):
                 self.say(line)
             return
-        platform = EmbeddedPlatform(self.say, provider=options.get("provider"))
+        provider = options.get("provider")
+        agents = realm_size(path) if serves_local_model(provider) else None
+        platform = EmbeddedPlatform(self.say, provider=provider, agents=agents)
         interrupts = Interrupts().install()
         self._launched: str | None = None
         try:
@@ -154,3 +156,13 @@ class Command(ForegroundCommand):
         self.stdout.write(driver.report(realm_id))
         if realm.state == Realm.State.FAILED:
             sys.exit(1)
+
+
+def realm_size(path: Path) -> int | None:
+    """How many agents the package declares (the local model server gets a slot each), or
+    None when it does not load: the launch says why, after the platform has started."""
+    try:
+        project, _ = load_project(path)
+    except LaunchError:
+        return None
+    return len(project.agents)

@@ -17,6 +17,7 @@ from ledger.local_server import (
     LocalServerError,
     check_config,
     model_alias,
+    slots_for,
 )
 from ledger.services.profiles import all_profiles, seed_profiles
 from tests.e2e.pitrun import free_port
@@ -108,6 +109,20 @@ def test_a_model_llama_cpp_cannot_load_is_one_line_naming_it(tmp_path: Path) -> 
     assert "\n" not in message
     assert message.startswith("the local model server exited (2): llama.cpp could not serve")
     assert str(broken) in message and str(log) in message
+
+
+def test_slots_are_one_per_agent_up_to_the_most_allowed(settings: Any) -> None:
+    settings.BEARPIT_LOCAL_SLOTS = 0
+    settings.BEARPIT_LOCAL_MAX_SLOTS = 4
+    assert [slots_for(n) for n in (1, 3, 4, 9)] == [1, 3, 4, 4]
+    assert slots_for(None) == 4  # a server for whatever realms come
+    assert slots_for(0) == 1
+    settings.BEARPIT_LOCAL_SLOTS = 2  # the operator's own number wins
+    assert [slots_for(n) for n in (1, 9, None)] == [2, 2, 2]
+    settings.BEARPIT_LOCAL_MODEL = str(smollm2_path())
+    assert LocalServerConfig.from_settings(agents=7).slots == 2
+    settings.BEARPIT_LOCAL_SLOTS = 0
+    assert LocalServerConfig.from_settings(agents=3).slots == 3
 
 
 def test_the_model_is_named_after_its_file() -> None:

@@ -66,6 +66,40 @@ def test_calls_to_a_local_server_wait_for_its_one_slot(
     settled("q-local")
 
 
+@pytest.fixture
+def sized_gateway(tmp_path: Path, settings: Any, upstream: FakeUpstream) -> Iterator[GatewayServer]:
+    """A gateway left to learn each local server's width from the server itself."""
+    settings.BEARPIT_LOCAL_SLOTS = 0
+    settings.BEARPIT_LOCAL_MAX_SLOTS = 4
+    ProviderProfile.objects.filter(name="local").update(api_base=upstream.base)
+    server = GatewayServer(uds_path=tmp_path / "run" / "gateway.sock", port=0, upstream_timeout=5)
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_the_queue_is_as_wide_as_the_server_says_it_is(
+    sized_gateway: GatewayServer, upstream: FakeUpstream
+) -> None:
+    upstream.total_slots = 2
+    secrets = [mint("q-wide", f"a{i}", None, provider="local", model="busy") for i in range(5)]
+    answers = async_to_sync(_together)(sized_gateway, secrets)
+    assert [r.status_code for r in answers] == [200] * 5, [r.text for r in answers]
+    assert upstream.most_at_once == 2
+    assert upstream.props_asked == 1  # once per server, not once per call
+    settled("q-wide")
+
+
+def test_a_server_that_does_not_say_gets_the_most_slots_allowed(
+    sized_gateway: GatewayServer, upstream: FakeUpstream
+) -> None:
+    secrets = [mint("q-mute", f"a{i}", None, provider="local", model="busy") for i in range(6)]
+    answers = async_to_sync(_together)(sized_gateway, secrets)
+    assert [r.status_code for r in answers] == [200] * 6, [r.text for r in answers]
+    assert upstream.most_at_once == 4
+    settled("q-mute")
+
+
 def test_other_providers_are_not_queued(
     one_slot_gateway: GatewayServer, upstream: FakeUpstream
 ) -> None:
