@@ -443,7 +443,16 @@ class ModelClient:
         try:
             response = await self._http.post("chat/completions", json=body)
         except httpx.TimeoutException as exc:
-            raise ProviderError(f"model request timed out: {exc}", retryable=True) from None
+            # httpx's own message is often empty: say which limit ran out.
+            waited = (
+                10.0 if isinstance(exc, httpx.ConnectTimeout) else self.settings.request_timeout_s
+            )
+            what = (
+                "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for the answer"
+            )
+            raise ProviderError(
+                f"model request timed out {what} ({waited:g} s)", retryable=True
+            ) from None
         except httpx.ConnectError as exc:
             raise GatewayUnreachable(f"cannot reach the model endpoint: {exc}") from None
         except httpx.TransportError as exc:

@@ -227,3 +227,26 @@ async def test_a_cut_reply_is_noted_on_the_very_next_model_call(tmp_path, provid
     provider.script = [reply("again")]
     await loop.run_turn("next")
     assert [m["role"] for m in provider.requests[2]["messages"]].count("system") == 2
+
+
+async def test_a_model_that_never_answers_is_a_timeout_naming_the_limit(tmp_path, short_tmp):
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    async def silent(request: Any) -> Any:
+        await asyncio.sleep(3)
+
+    app = Starlette(routes=[Route("/v1/chat/completions", silent, methods=["POST"])])
+    sock = short_tmp / "silent.sock"
+    config = birth(
+        tmp_path,
+        sock,
+        model={"request_timeout_s": 0.5},
+        limits={"backoff_base_s": 0.01, "provider_retries": 0},
+    )
+    async with serve(app, uds=sock):
+        result = await make_loop(config).run_turn("go")
+    assert result.termination is Termination.PROVIDER_ERROR
+    (error,) = [e for e in trace_events(config) if e["type"] == "provider_error"]
+    # httpx's own text is empty here; the error says which limit ran out.
+    assert error["data"]["error"] == "model request timed out waiting for the answer (0.5 s)"
