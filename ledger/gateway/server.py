@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import uvicorn
@@ -14,6 +16,41 @@ import uvloop
 from django.conf import settings
 
 from ledger.gateway.app import Gateway, build_app
+
+
+class _QuietShutdown(logging.Filter):
+    """Calls still waiting on an upstream when the gateway stops are cut off: their
+    reservations are released by the books as for any failed call, so uvicorn's notice
+    and a traceback per cut-off call tell the operator nothing. One line says it instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stopping = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.stopping:
+            return True
+        if record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
+            return False
+        message = str(record.msg)
+        if "timeout graceful shutdown exceeded" in message:
+            logging.getLogger("ledger.gateway").info(
+                "stopping: calls still waiting on their upstream were cut off"
+            )
+            return False
+        return True
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling the shutdown filter when a signal (``pit_gateway``) stops it."""
+
+    def __init__(self, config: uvicorn.Config, quiet: _QuietShutdown) -> None:
+        super().__init__(config)
+        self._quiet = quiet
+
+    def handle_exit(self, sig: int, frame: object) -> None:
+        self._quiet.stopping = True
+        super().handle_exit(sig, frame)  # type: ignore[arg-type]
 
 
 def default_socket_path() -> Path:
@@ -47,6 +84,7 @@ class GatewayServer:
         self._max_body = max_body_bytes
         self._thread: threading.Thread | None = None
         self._server: uvicorn.Server | None = None
+        self._quiet = _QuietShutdown()
         self._ready = threading.Event()
         self._error: BaseException | None = None
 
@@ -97,7 +135,7 @@ class GatewayServer:
             timeout_keep_alive=30,
             timeout_graceful_shutdown=5,
         )
-        server = uvicorn.Server(config)
+        server = _Server(config, self._quiet)
         self._server = server
         socks = self._sockets()
         watcher = asyncio.create_task(self._watch_started(server))
@@ -120,12 +158,26 @@ class GatewayServer:
 
     def _thread_main(self) -> None:
         try:
-            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            with (
+                self._quiet_when_stopping(),
+                asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner,
+            ):
                 runner.run(self._serve())
         except BaseException as exc:
             self._error = exc
         finally:
             self._ready.set()
+
+    @contextlib.contextmanager
+    def _quiet_when_stopping(self) -> Iterator[None]:
+        # Until the loop is gone: the calls cut off at shutdown log as their tasks unwind,
+        # which is after uvicorn's serve() has returned.
+        uvicorn_log = logging.getLogger("uvicorn.error")
+        uvicorn_log.addFilter(self._quiet)
+        try:
+            yield
+        finally:
+            uvicorn_log.removeFilter(self._quiet)
 
     def start(self, timeout: float = 30.0) -> GatewayServer:
         self._thread = threading.Thread(
@@ -140,11 +192,15 @@ class GatewayServer:
 
     def stop(self, timeout: float = 15.0) -> None:
         if self._server is not None:
+            self._quiet.stopping = True
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
 
     def run(self) -> None:
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        with (
+            self._quiet_when_stopping(),
+            asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner,
+        ):
             runner.run(self._serve())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 
@@ -222,3 +223,41 @@ def test_bad_requests_change_nothing(gateway: GatewayServer) -> None:
         assert resp.status_code == 400
     key = VirtualKey.objects.get(realm_id="r-bad")
     assert key.reserved_nusd == 0 and key.calls == 0
+
+
+def test_stopping_with_a_call_in_flight_releases_it_and_logs_no_traceback(
+    tmp_path, profiles: None, upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+    import threading
+
+    server = GatewayServer(uds_path=tmp_path / "run" / "gw.sock", port=0, upstream_timeout=600)
+    server.start()
+    secret = mint("r-cut", "a", "1", provider="fake", model="hang")
+    caller = threading.Thread(target=lambda: _try_post(server, secret), daemon=True)
+    caller.start()
+    deadline = time.monotonic() + 10
+    while not upstream.requests:
+        assert time.monotonic() < deadline, "the call never reached the upstream"
+        time.sleep(0.02)
+    # uvicorn's loggers do not propagate to the root one caplog listens on.
+    seen: list[logging.LogRecord] = []
+    catch = logging.Handler()
+    catch.emit = seen.append  # type: ignore[method-assign,assignment]
+    logging.getLogger("uvicorn.error").addHandler(catch)
+    try:
+        with caplog.at_level(logging.INFO):
+            server.stop()
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(catch)
+    errors = [r for r in seen + caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], [(r.name, r.getMessage()) for r in errors]
+    assert "calls still waiting on their upstream were cut off" in caplog.text
+    # The cut-off call holds nothing: its reservation went back to the key.
+    assert VirtualKey.objects.get(realm_id="r-cut").reserved_nusd == 0
+
+
+def _try_post(server: GatewayServer, secret: str) -> None:
+    # The gateway goes away under it, as intended.
+    with contextlib.suppress(httpx.HTTPError):
+        _post(server, secret)
