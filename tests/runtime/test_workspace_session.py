@@ -28,7 +28,8 @@ def test_edit_escape_tasks_and_the_key(tmp_path: Path) -> None:
                 ]
             ),
             reply(tool_calls=[call("write_file", {"path": "../escape.txt", "content": "out"})]),
-            reply("bumped the version"),
+            # A model that repeats the key: the screen, trace and transcript mask it.
+            reply(f"bumped the version, key {KEY}"),
             reply(tool_calls=[call("task_add", {"title": "write the docs"})]),
             reply(tool_calls=[call("task_claim", {"id": "t1"})]),
             reply(tool_calls=[call("task_complete", {"id": "t1", "summary": "docs written"})]),
@@ -37,7 +38,7 @@ def test_edit_escape_tasks_and_the_key(tmp_path: Path) -> None:
     )
     with served(provider.app()) as base, agent_at(workspace, tmp_path / "home", base) as agent:
         agent.line("bump the version")
-        agent.expect("bumped the version")
+        agent.expect("bumped the version, key [REDACTED]")
         agent.line("plan and do the docs")
         agent.expect("the task is done")
         agent.line("/tasks")
@@ -65,3 +66,37 @@ def test_edit_escape_tasks_and_the_key(tmp_path: Path) -> None:
         (state / "transcript.jsonl").read_text(),
     ):
         assert KEY not in text
+
+
+def test_schedules_and_background_jobs_wake_the_idle_agent(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".bearpit").mkdir(parents=True)
+    (workspace / ".bearpit/config.json").write_text(
+        json.dumps({"shell": {"mode": "allow", "allow": ["echo job-output-*"]}})
+    )
+    provider = ScriptedProvider(
+        script=[
+            reply(tool_calls=[call("schedule", {"after_s": 1, "note": "check the oven"})]),
+            reply("scheduled"),
+            # Woken by the schedule, with nobody typing:
+            reply(
+                tool_calls=[call("shell", {"command": "echo job-output-42", "background": True})]
+            ),
+            reply("job started"),
+            # Woken by the job's end:
+            reply("the job is done"),
+        ]
+    )
+    with served(provider.app()) as base, agent_at(workspace, tmp_path / "home", base) as agent:
+        agent.line("remind me")
+        agent.expect("scheduled")
+        agent.expect("schedule s1 is due: check the oven")
+        agent.expect("job started")
+        agent.expect("the job is done")
+        agent.line("/jobs")
+        agent.expect("j1 [exited, exit 0")
+        agent.line("/quit")
+        assert agent.wait() == 0
+    assert "check the oven" in provider.requests[2]["messages"][-1]["content"]
+    assert "job-output-42" in provider.requests[4]["messages"][-1]["content"]
+    assert (workspace / ".bearpit/jobs/j1.log").read_text() == "job-output-42\n"

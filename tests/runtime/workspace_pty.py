@@ -26,7 +26,7 @@ import uvicorn
 
 from tests.e2e.pitrun import REPO, free_port, pit_env
 
-KEY = "sk-workspace-test-5e1f0c9a7b3d4e2f"
+KEY = "ws-test-key-5e1f0c9a7b3d4e2f"  # not sk-like: only the exact secret is redacted
 
 
 @contextlib.contextmanager
