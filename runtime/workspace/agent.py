@@ -19,12 +19,12 @@ from pathlib import Path
 from runtime import __version__
 from runtime.birth import BirthConfig, Limits, ModelSettings
 from runtime.filetools import file_tools
-from runtime.hooks import Hooks
+from runtime.hooks import Allow, Deny, Hooks, PreToolDecision
 from runtime.loop import AgentLoop, TurnResult
 from runtime.mcp_client import McpHub
 from runtime.model import ModelClient
 from runtime.resume import replay
-from runtime.tools import ToolRegistry
+from runtime.tools import ToolCall, ToolRegistry
 from runtime.trace import Redactor, TraceWriter, TranscriptWriter
 from runtime.workspace.config import StatePaths, WorkspaceSettings
 from runtime.workspace.jobs import JobManager
@@ -72,6 +72,7 @@ class WorkspaceAgent:
         self.trace = TraceWriter(self.paths.trace, self.config.run_id, "agent", self.redact)
         self.transcript = TranscriptWriter(self.paths.transcript, self.redact)
         self.hooks = hooks or Hooks()
+        self.hooks.pre_tool.append(self._guard_state)
         self.wakes: asyncio.Queue[str] = asyncio.Queue()
         self.on_wake: Callable[[], None] = lambda: None
         self.permission = ShellPermission(settings.shell, ask)
@@ -104,6 +105,21 @@ class WorkspaceAgent:
     def _wake(self, note: str) -> None:
         self.wakes.put_nowait(note)
         self.on_wake()
+
+    def _guard_state(self, call: ToolCall) -> PreToolDecision:
+        """The file tools write no bookkeeping: the state folder (but for the task
+        worktrees in it) changes only through the board, notebook and job tools."""
+        raw = call.arguments.get("path")
+        if call.name not in ("write_file", "edit_file") or not isinstance(raw, str):
+            return Allow()
+        target = (self.paths.root / Path(raw).expanduser()).resolve()
+        state, worktrees = self.paths.state.resolve(), self.paths.worktrees.resolve()
+        if target.is_relative_to(state) and not target.is_relative_to(worktrees):
+            return Deny(
+                "the state folder .bearpit/ is kept by your task, notebook and job tools; "
+                "the file tools do not write there"
+            )
+        return Allow()
 
     def _shell_decided(self, command: str, verdict: Verdict) -> None:
         self.trace.emit(

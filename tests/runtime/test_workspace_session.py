@@ -28,6 +28,7 @@ def test_edit_escape_tasks_and_the_key(tmp_path: Path) -> None:
                 ]
             ),
             reply(tool_calls=[call("write_file", {"path": "../escape.txt", "content": "out"})]),
+            reply(tool_calls=[call("write_file", {"path": ".bearpit/notes.md", "content": "x"})]),
             # A model that repeats the key: the screen, trace and transcript mask it.
             reply(f"bumped the version, key {KEY}"),
             reply(tool_calls=[call("task_add", {"title": "write the docs"})]),
@@ -51,9 +52,18 @@ def test_edit_escape_tasks_and_the_key(tmp_path: Path) -> None:
     assert not (tmp_path / "escape.txt").exists()
     state = workspace / ".bearpit"
     events = [json.loads(line) for line in (state / "trace.jsonl").read_text().splitlines()]
-    results = {e["data"]["name"]: e["data"] for e in events if e["type"] == "tool_result"}
-    assert results["edit_file"]["outcome"] == "success"
-    assert results["write_file"]["error_kind"] == "workspace_escape"
+    results = [
+        (e["data"]["name"], e["data"]["outcome"], e["data"]["error_kind"])
+        for e in events
+        if e["type"] == "tool_result"
+    ]
+    assert results[:3] == [
+        ("edit_file", "success", None),
+        ("write_file", "error", "workspace_escape"),
+        # The state folder is written by the agent's own tools only.
+        ("write_file", "blocked", "denied"),
+    ]
+    assert not (state / "notes.md").exists()
     board = json.loads((state / "tasks.json").read_text())
     assert [(t["id"], t["status"], t["summary"]) for t in board["tasks"]] == [
         ("t1", "done", "docs written")
