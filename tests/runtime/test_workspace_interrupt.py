@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ def test_ctrl_c_interrupts_a_slow_model_call_and_the_session_goes_on(tmp_path: P
     workspace = tmp_path / "ws"
     workspace.mkdir()
 
-    def slow(body: dict) -> dict:
+    def slow(body: dict[str, Any]) -> dict[str, Any]:
         time.sleep(4)  # on the provider's own thread: the agent's call waits
         return reply("too late")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from tests.runtime.workspace_pty import agent_at, served
 pytestmark = pytest.mark.timeout(90)
 
 
-def shell(command: str) -> dict:
+def shell(command: str) -> dict[str, Any]:
     return reply(tool_calls=[call("shell", {"command": command})])
 
 
