@@ -87,6 +87,21 @@ def test_workspace_agent_through_a_provider_profile(tmp_path: Path) -> None:
     assert (workspace / "out.txt").read_text() == "through the gateway"
     key = VirtualKey.objects.get(agent_id="agent", realm_id__startswith="standalone-")
     assert key.calls == 2 and key.revoked_at is not None
+    # A later session with --continue goes on with that conversation.
+    call_command(
+        "pit_agent",
+        "--workspace",
+        str(workspace),
+        "--provider",
+        "offline",
+        "--continue",
+        stdin=io.StringIO("/quit\n"),
+        stdout=io.StringIO(),
+    )
+    records = [json.loads(line) for line in (workspace / ".bearpit/transcript.jsonl").open()]
+    resumed = next(r for r in records if r["kind"] == "resume")
+    said = [m.get("content") for m in resumed["history"]]
+    assert "write it" in said and "wrote out.txt" in said
 
 
 def test_workspace_agent_arguments_are_checked(tmp_path: Path) -> None:
