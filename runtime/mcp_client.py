@@ -38,9 +38,9 @@ class _Broken(Exception):
     pass
 
 
-def exposed_name(server: str, tool: str) -> str:
-    """``mcp__<server>__<tool>``, sanitised and kept within 64 characters."""
-    name = _UNSAFE.sub("_", f"mcp__{server}__{tool}")
+def exposed_name(server: str, tool: str, prefix: str = "mcp__") -> str:
+    """``mcp__<server>__<tool>`` (or another prefix), sanitised and within 64 characters."""
+    name = _UNSAFE.sub("_", f"{prefix}{server}__{tool}")
     if len(name) <= 64:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
@@ -263,9 +263,17 @@ class McpHub:
     """All MCP servers of an agent, and the names their tools are exposed under."""
 
     def __init__(
-        self, servers: list[McpServerSettings], registry: ToolRegistry, trace: TraceWriter
+        self,
+        servers: list[McpServerSettings],
+        registry: ToolRegistry,
+        trace: TraceWriter,
+        *,
+        namespaced: bool = False,
     ) -> None:
+        """``namespaced`` exposes every tool as ``<server>__<tool>`` (the standalone
+        agent's names); otherwise a tool keeps its bare name unless another has it."""
         self._registry = registry
+        self._namespaced = namespaced
         self.servers = {s.name: McpServer(s, trace, self._register) for s in servers}
         self.name_map: dict[str, tuple[str, str]] = {}
 
@@ -305,7 +313,10 @@ class McpHub:
             defs = []
             for tool in self._offered(server):
                 bare = counts[tool.name] == 1 and tool.name not in builtin
-                name = tool.name if bare else exposed_name(server.name, tool.name)
+                if self._namespaced:
+                    name = exposed_name(server.name, tool.name, prefix="")
+                else:
+                    name = tool.name if bare else exposed_name(server.name, tool.name)
                 self.name_map[name] = (server.name, tool.name)
                 defs.append(
                     ToolDefinition(

@@ -1,36 +1,42 @@
-"""``pit_agent PACKAGE AGENT``: one agent's runtime in this terminal, the operator playing the rest.
+"""``pit_agent``: an agent's runtime in this terminal.
 
-The agent is born as in a realm (same prompt, skills and model resolution) but without a
-sandbox, a bus or realmtools: lines typed become the messages it receives and its replies are
-printed. Its model calls go through a private Ledger gateway with a freshly minted, capped key.
+* ``pit_agent PACKAGE AGENT``: one agent of a package, the operator playing the rest. It is
+  born as in a realm (same prompt, skills and model resolution) but without a sandbox, a bus
+  or realmtools: lines typed become the messages it receives and its replies are printed.
+* ``pit_agent --workspace DIR``: no package; a small coding agent over the folder DIR
+  (``runtime/workspace``), against any OpenAI-compatible endpoint (``--api-base``,
+  ``--model``, the key from ``--api-key`` or an environment variable) or a provider profile.
+
+Through a profile, model calls go through a private Ledger gateway with a freshly minted,
+capped key, revoked at the end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import secrets
 import sys
 from argparse import ArgumentParser
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from ledger.gateway.server import GatewayServer
-from ledger.services.keys import MintError, mint_virtual_key, revoke_realm_keys
-from ledger.services.profiles import (
-    ProfileError,
-    active_provider_name,
-    get_profile,
-    resolve_agent_model,
-    seed_profiles,
-)
 from realms.packages import Project, load_package
 from realms.plan import RealmPlan
 from realms.services.birth import build_birth
-from runtime.birth import BirthConfig
+from runtime.birth import BirthConfig, Limits, ModelSettings
+from runtime.record import RecordError
 from runtime.standalone import run_in_terminal
+from runtime.workspace.config import WorkspaceError, load_settings
+from runtime.workspace.session import run_workspace
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
 
 def _load(package: Path, agent_id: str) -> Project:
@@ -112,71 +118,228 @@ def _write_resources(project: Project, agent_id: str, home: Path) -> None:
         target.write_text(text, encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class PrivateGateway:
+    """A minted key on a gateway of this process's own (a Unix socket under BEARPIT_HOME)."""
+
+    realm_id: str
+    secret: str
+    socket: Path
+    model: str
+    provider: str
+    context_length: int | None
+    cap_usd: float | None
+
+
+@contextlib.contextmanager
+def private_gateway(
+    agent: dict[str, Any], agent_id: str, provider: str | None, script: Path | None
+) -> Iterator[PrivateGateway]:
+    """Resolve ``agent``'s model on the profile, mint its key, serve a gateway; undo all."""
+    # Imported here: the gateway and the ledger's services (LiteLLM) take seconds to
+    # import, which a workspace agent on its own endpoint never needs.
+    from ledger.gateway.server import GatewayServer
+    from ledger.services.keys import MintError, mint_virtual_key, revoke_realm_keys
+    from ledger.services.profiles import (
+        ProfileError,
+        active_provider_name,
+        get_profile,
+        resolve_agent_model,
+        seed_profiles,
+    )
+
+    seed_profiles()
+    try:
+        profile = get_profile(provider or active_provider_name())
+        resolved = resolve_agent_model(agent, profile)
+    except ProfileError as exc:
+        raise CommandError(str(exc)) from exc
+    script_text = script.read_text(encoding="utf-8") if script else None
+    realm_id = f"standalone-{secrets.token_hex(4)}"
+    try:
+        _, secret = mint_virtual_key(
+            realm_id=realm_id,
+            agent_id=agent_id,
+            provider=resolved.provider,
+            model=resolved.model,
+            cap_usd=resolved.cap_usd,
+            on_exhausted=resolved.on_exhausted,
+            credential_handle=resolved.credential_handle or None,
+            script=script_text,
+            input_cost_per_token=resolved.input_cost_per_token,
+            output_cost_per_token=resolved.output_cost_per_token,
+            effort=resolved.effort,
+            context_length=resolved.context_length,
+        )
+    except MintError as exc:
+        raise CommandError(str(exc)) from exc
+    socket = Path(settings.BEARPIT_HOME) / "run" / f"{realm_id}.sock"
+    gateway = GatewayServer(uds_path=socket).start()
+    try:
+        yield PrivateGateway(
+            realm_id=realm_id,
+            secret=secret,
+            socket=socket,
+            model=resolved.model,
+            provider=resolved.provider,
+            context_length=resolved.context_length,
+            cap_usd=None if resolved.cap_usd is None else float(resolved.cap_usd),
+        )
+    finally:
+        gateway.stop()
+        revoke_realm_keys(realm_id)
+
+
 class Command(BaseCommand):
-    help = "Run one agent of a package in this terminal; you play everyone else."
+    help = (
+        "Run one agent of a package in this terminal (you play everyone else), or with "
+        "--workspace DIR a coding agent over a folder."
+    )
     stealth_options = ("stdin",)
+    # A terminal session, not a server: the platform's checks (URLs, API schema) only
+    # slow its start.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("package", type=Path, help="package folder")
-        parser.add_argument("agent", help="the agent id to run")
+        parser.add_argument("package", type=Path, nargs="?", help="package folder")
+        parser.add_argument("agent", nargs="?", help="the agent id to run")
         parser.add_argument("--provider", help="provider profile (default: the active one)")
         parser.add_argument(
             "--script", type=Path, help="a scripted-provider YAML script for the agent's key"
         )
+        ws = parser.add_argument_group("workspace agent (no package)")
+        ws.add_argument("--workspace", type=Path, help="the folder the coding agent works in")
+        ws.add_argument(
+            "--config", type=Path, help="settings file (default DIR/.bearpit/config.json)"
+        )
+        ws.add_argument("--api-base", help="an OpenAI-compatible base URL, e.g. http://host/v1")
+        ws.add_argument("--model", help="the model name at --api-base")
+        ws.add_argument(
+            "--api-key",
+            help=f"the endpoint's key (better: set it in ${DEFAULT_KEY_ENV} or --api-key-env)",
+        )
+        ws.add_argument(
+            "--api-key-env",
+            default=DEFAULT_KEY_ENV,
+            help=f"environment variable holding the key (default {DEFAULT_KEY_ENV})",
+        )
+        ws.add_argument("--tier", help="with a provider profile: the model tier (default medium)")
+        ws.add_argument("--context-length", type=int, help="the model's window in tokens")
+        ws.add_argument(
+            "--tool-mode",
+            choices=["native", "json", "auto"],
+            default="native",
+            help="how tools are offered to the model (json for models without tool calling)",
+        )
+        ws.add_argument(
+            "--continue",
+            dest="resume",
+            action="store_true",
+            help="go on with the workspace's last conversation",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["workspace"] is not None:
+            if options["package"] is not None:
+                raise CommandError("give either PACKAGE AGENT or --workspace DIR, not both")
+            self._workspace(options)
+            return
+        if options["package"] is None or options["agent"] is None:
+            raise CommandError("give PACKAGE AGENT, or --workspace DIR")
+        self._package(options)
+
+    def _workspace(self, options: dict[str, Any]) -> None:
+        root: Path = options["workspace"].expanduser().resolve()
+        if not root.is_dir():
+            raise CommandError(f"--workspace {options['workspace']}: not a folder")
+        try:
+            ws_settings = load_settings(root, options["config"])
+        except WorkspaceError as exc:
+            raise CommandError(str(exc)) from exc
+        stdin = options.get("stdin") or sys.stdin
+        stdout = options.get("stdout") or sys.stdout
+        extra: dict[str, Any] = {"tool_mode": options["tool_mode"]}
+        if options["context_length"]:
+            extra["context_length"] = options["context_length"]
+        if options["api_base"]:
+            if not options["model"]:
+                raise CommandError("--api-base needs --model")
+            key = options["api_key"] or os.environ.get(options["api_key_env"], "")
+            if not key:
+                raise CommandError(
+                    f"no API key: set ${options['api_key_env']} (or pass --api-key); "
+                    "for a keyless local server any placeholder will do"
+                )
+            model = self._model(
+                base_url=options["api_base"], api_key=key, name=options["model"], **extra
+            )
+            # An endpoint that does not answer is reported at once, not waited for.
+            asyncio.run(
+                run_workspace(
+                    root,
+                    ws_settings,
+                    model,
+                    stdin,
+                    stdout,
+                    resume=options["resume"],
+                    limits=Limits(gateway_wait_s=0),
+                )
+            )
+            return
+        agent = {"tier": options["tier"]} if options["tier"] else {}
+        with private_gateway(agent, "agent", options["provider"], options["script"]) as gw:
+            if gw.context_length and "context_length" not in extra:
+                extra["context_length"] = gw.context_length
+            model = self._model(
+                base_url="http://gateway/v1",
+                socket_path=str(gw.socket),
+                api_key=gw.secret,
+                name=gw.model,
+                **extra,
+            )
+            asyncio.run(
+                run_workspace(
+                    root,
+                    ws_settings,
+                    model,
+                    stdin,
+                    stdout,
+                    resume=options["resume"],
+                    limits=Limits(gateway_wait_s=10),
+                )
+            )
+
+    @staticmethod
+    def _model(**fields: Any) -> ModelSettings:
+        try:
+            return ModelSettings(**fields)
+        except RecordError as exc:
+            raise CommandError(f"model settings: {exc}") from exc
+
+    def _package(self, options: dict[str, Any]) -> None:
         package: Path = options["package"]
         agent_id: str = options["agent"]
         project = _load(package, agent_id)
         agent = project.agent(agent_id)
         assert agent is not None
-        seed_profiles()
-        try:
-            profile = get_profile(options["provider"] or active_provider_name())
-            resolved = resolve_agent_model(agent.model_dump(mode="json"), profile)
-        except ProfileError as exc:
-            raise CommandError(str(exc)) from exc
-        script = options["script"].read_text(encoding="utf-8") if options["script"] else None
-        realm_id = f"standalone-{secrets.token_hex(4)}"
-        try:
-            _, secret = mint_virtual_key(
-                realm_id=realm_id,
-                agent_id=agent_id,
-                provider=resolved.provider,
-                model=resolved.model,
-                cap_usd=resolved.cap_usd,
-                on_exhausted=resolved.on_exhausted,
-                credential_handle=resolved.credential_handle or None,
-                script=script,
-                input_cost_per_token=resolved.input_cost_per_token,
-                output_cost_per_token=resolved.output_cost_per_token,
-                effort=resolved.effort,
-                context_length=resolved.context_length,
+        base_options = agent.model_dump(mode="json")
+        with private_gateway(base_options, agent_id, options["provider"], options["script"]) as gw:
+            home = Path(settings.BEARPIT_HOME) / "standalone" / gw.realm_id / agent_id
+            _write_resources(project, agent_id, home)
+            config = _standalone_birth(
+                project,
+                agent_id,
+                gw.realm_id,
+                gw.secret,
+                gw.model,
+                home,
+                gw.context_length,
+                gw.cap_usd,
+                gw.socket,
             )
-        except MintError as exc:
-            raise CommandError(str(exc)) from exc
-        base = Path(settings.BEARPIT_HOME) / "standalone" / realm_id
-        home = base / agent_id
-        _write_resources(project, agent_id, home)
-        socket = Path(settings.BEARPIT_HOME) / "run" / f"{realm_id}.sock"
-        config = _standalone_birth(
-            project,
-            agent_id,
-            realm_id,
-            secret,
-            resolved.model,
-            home,
-            resolved.context_length,
-            None if resolved.cap_usd is None else float(resolved.cap_usd),
-            socket,
-        )
-        gateway = GatewayServer(uds_path=socket).start()
-        self.stdout.write(
-            f"{agent_id} of {project.metadata.name} on {resolved.provider}/{resolved.model}; "
-            f"trace in {config.trace_path}"
-        )
-        try:
-            asyncio.run(run_in_terminal(config, options.get("stdin") or sys.stdin, self.stdout))
-        finally:
-            gateway.stop()
-            revoke_realm_keys(realm_id)
+            self.stdout.write(
+                f"{agent_id} of {project.metadata.name} on {gw.provider}/{gw.model}; "
+                f"trace in {config.trace_path}"
+            )
+            stdin = options.get("stdin") or sys.stdin
+            asyncio.run(run_in_terminal(config, stdin, self.stdout))
