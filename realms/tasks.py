@@ -32,6 +32,7 @@ from django.conf import settings
 import bearpit.celery  # noqa: F401
 from bearpit.production import HOST_ID_REQUIRED
 from realms.hosts.dead import check_hosts, come_back
+from realms.hosts.packages import localize_package
 from realms.hosts.placement import Claim, claim_realm
 from realms.hosts.registry import Heartbeat, announce, host_queue, this_host_id
 from realms.services.provision import bring_up_realm
@@ -71,6 +72,7 @@ def provision(self: Any, realm_id: str) -> str | None:
             raise self.retry(countdown=PLACE_RETRY_S)
         if claim is Claim.TAKEN:
             return None
+        localize_package(realm_id)
     return bring_up_realm(realm_id)
 
 
