@@ -92,3 +92,15 @@ def test_a_silent_host_is_dead_once_and_its_live_realms_interrupted(settings):
         [],
     )
     assert (rows["fresh"]["load"], rows["fresh"]["realms"]) == (1, ["fine"])
+
+
+def test_the_consoles_active_realms_show_their_host(operator, settings, tmp_path):
+    settings.BEARPIT_HOME = tmp_path / "home"
+    build_realm("far-abc123", name="h", agents=ROSTER, state="running", host=host("alpha"))
+    build_realm("near-abc123", name="h", agents=ROSTER, state="running")
+    live = operator.get("/home/live").content.decode()
+    active = live.split('id="recent-h"')[0]
+    assert '<th scope="col">Host</th>' in active
+    far, near = active.split("far-abc123", 1)[1], active.split("near-abc123", 1)[1]
+    assert far.split("</tr>")[0].count("<td>alpha</td>") == 1
+    assert near.split("</tr>")[0].count("<td>—</td>") == 1
