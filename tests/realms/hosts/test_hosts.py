@@ -104,3 +104,26 @@ def test_the_consoles_active_realms_show_their_host(operator, settings, tmp_path
     far, near = active.split("far-abc123", 1)[1], active.split("near-abc123", 1)[1]
     assert far.split("</tr>")[0].count("<td>alpha</td>") == 1
     assert near.split("</tr>")[0].count("<td>—</td>") == 1
+
+
+def test_pit_realms_lists_the_hosts_with_load_and_heartbeat_age():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("pit_realms", "--hosts", stdout=out)
+    assert out.getvalue().strip() == (
+        "(no worker hosts: the realms run in this installation's process)"
+    )
+    alpha = host("alpha", capacity=3, silent_s=4)
+    build_realm("on-alpha", name="h", agents=ROSTER, state="running", host=alpha)
+    host("beta", state="dead", silent_s=90)
+    out = StringIO()
+    call_command("pit_realms", "--hosts", stdout=out)
+    lines = [line.split() for line in out.getvalue().splitlines()]
+    assert lines == [
+        ["HOST", "STATE", "LOAD", "BACKEND", "HEARTBEAT", "REALMS"],
+        ["alpha", "up", "1/3", "process", "4s", "ago", "on-alpha"],
+        ["beta", "dead", "0/1", "process", "90s", "ago", "-"],
+    ]
