@@ -10,12 +10,28 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from urllib.parse import unquote, urlsplit
 
 from bearpit.env import DatabaseURL, SettingError
 
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 MIN_SECRET_KEY = 32
+# A host id names the host's own Celery queue (``host.<id>``) and its row.
+HOST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
+HOST_ID_REQUIRED = (
+    "BEARPIT_HOST_ID: required for a worker when BEARPIT_PRODUCTION is on "
+    "(a name for this worker host, unique among the hosts sharing the database)"
+)
+
+
+def check_host_id(value: str | None) -> None:
+    """A worker host's id: 1-80 letters, digits, '.', '_' or '-' (any deployment)."""
+    if value is not None and not HOST_ID.match(value):
+        raise SettingError(
+            f"BEARPIT_HOST_ID: expected 1-80 letters, digits, '.', '_' or '-', starting with "
+            f"a letter or digit; got {value!r}"
+        )
 
 
 def check_redis_url(url: str | None) -> None:

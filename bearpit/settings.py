@@ -57,6 +57,12 @@ try:
     BEARPIT_MAX_ACTIVE_REALMS = env.env_int("BEARPIT_MAX_ACTIVE_REALMS", 6, minimum=1)
     BEARPIT_OPERATOR_USER = env.env_str("BEARPIT_OPERATOR_USER", "operator") or "operator"
     BEARPIT_TICK_SECONDS = env.env_float("BEARPIT_TICK_SECONDS", 2.0, minimum=0.05)
+    # Worker hosts (realms/hosts): this worker's id (required in production), how many
+    # live realms it takes, how often it beats, and when a silent host counts as dead.
+    BEARPIT_HOST_ID = env.env_str("BEARPIT_HOST_ID")
+    BEARPIT_HOST_CAPACITY = env.env_int("BEARPIT_HOST_CAPACITY", 4, minimum=1)
+    BEARPIT_HOST_HEARTBEAT_S = env.env_float("BEARPIT_HOST_HEARTBEAT_S", 2.0, minimum=0.1)
+    BEARPIT_HOST_DEAD_AFTER = env.env_float("BEARPIT_HOST_DEAD_AFTER", 15.0, minimum=0.5)
     # Ledger gateway: TCP port (the Unix socket is always BEARPIT_HOME/run/gateway.sock),
     # upstream timeout, the max_tokens reserved for when a call names none, DB threads,
     # and the largest request body it reads (bigger ones get a 413 unread).
@@ -109,6 +115,7 @@ try:
         env.parse_database_url("BEARPIT_DATABASE_URL", _database_url) if _database_url else None
     )
     production.check_redis_url(REDIS_URL)
+    production.check_host_id(BEARPIT_HOST_ID)
     # Production refuses the embedded default's generated secrets and open broker.
     BEARPIT_PRODUCTION = env.env_bool("BEARPIT_PRODUCTION", False)
     if BEARPIT_PRODUCTION:
@@ -362,7 +369,13 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # Beat fans out one Warden tick per running realm every BEARPIT_TICK_SECONDS.
 CELERY_BEAT_SCHEDULE = {
     "warden-tick-all": {"task": "warden.tick_all", "schedule": BEARPIT_TICK_SECONDS},
+    # A surviving host looks for hosts whose heartbeat stopped (realms/hosts/dead.py).
+    "hosts-check": {"task": "hosts.check", "schedule": BEARPIT_HOST_HEARTBEAT_S},
 }
+# A task that touches a realm's sandboxes goes to its host's own queue, ``host.<id>``;
+# every worker consumes the shared queue and its own (realms/hosts/routing.py).
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = ("realms.hosts.routing.route",)
 # Under the home, not the working directory (read-only in the image); its age is beat's
 # health check (deploy/healthcheck.py).
 CELERY_BEAT_SCHEDULE_FILENAME = str(BEARPIT_HOME / "beat-schedule")

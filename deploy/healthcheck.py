@@ -84,7 +84,8 @@ def check_realmtools() -> str | None:
 
 def check_worker() -> str | None:
     # Only this host's worker: a ping answered by another host would prove nothing here.
-    target = f"celery@{socket.gethostname()}"
+    # A worker host is started as ``-n celery@$BEARPIT_HOST_ID`` (docs/deploy.md).
+    target = f"celery@{os.environ.get('BEARPIT_HOST_ID') or socket.gethostname()}"
     done = subprocess.run(
         [sys.executable, "-m", "celery", "-A", "bearpit", "inspect", "ping", "-d", target,
          "--timeout", str(TIMEOUT_S)],

@@ -53,6 +53,33 @@ class ScenarioFile(models.Model):
         return self.path
 
 
+class Host(models.Model):
+    """A worker host: it announces itself when its worker starts and beats while it runs.
+
+    ``state``: ``reaping`` while a (re)started worker clears what it left behind,
+    ``up`` once it takes realms, ``dead`` once a surviving host found its heartbeat
+    older than ``BEARPIT_HOST_DEAD_AFTER`` and interrupted its realms."""
+
+    class State(models.TextChoices):
+        REAPING = "reaping", "reaping"
+        UP = "up", "up"
+        DEAD = "dead", "dead"
+
+    host_id = models.CharField(max_length=80, primary_key=True)
+    capacity = models.PositiveIntegerField(default=1, help_text="how many live realms it takes")
+    backend = models.CharField(max_length=16, help_text="its sandbox backend")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.REAPING)
+    last_heartbeat = models.DateTimeField()
+    started_at = models.DateTimeField()
+    dead_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("host_id",)
+
+    def __str__(self) -> str:
+        return self.host_id
+
+
 class Realm(models.Model):
     """One run of a scenario."""
 
@@ -87,6 +114,14 @@ class Realm(models.Model):
     stop_requested = models.BooleanField(default=False)
     claimed_by = models.CharField(max_length=120, blank=True, default="")
     claimed_until = models.DateTimeField(null=True, blank=True)
+    host = models.ForeignKey(
+        Host,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="realms",
+        help_text="the worker host holding its sandboxes (none in the embedded default)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     concluded_at = models.DateTimeField(null=True, blank=True)

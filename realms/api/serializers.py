@@ -174,12 +174,30 @@ class RealmRow(serializers.Serializer):  # type: ignore[type-arg]
     realm_id = serializers.CharField()
     state = serializers.CharField()
     active = serializers.BooleanField()
+    host = serializers.CharField(
+        allow_null=True, help_text="the worker host running it (none in the embedded default)"
+    )
 
 
 class RealmList(serializers.Serializer):  # type: ignore[type-arg]
     realms = RealmRow(many=True)
     active = serializers.IntegerField()
     capacity = serializers.IntegerField()
+
+
+class HostRow(serializers.Serializer):  # type: ignore[type-arg]
+    host_id = serializers.CharField()
+    state = serializers.CharField(help_text="reaping, up or dead")
+    backend = serializers.CharField()
+    capacity = serializers.IntegerField()
+    load = serializers.IntegerField(help_text="its realms that have not ended")
+    last_heartbeat = serializers.DateTimeField()
+    heartbeat_age_s = serializers.FloatField()
+    realms = serializers.ListField(child=serializers.CharField())
+
+
+class HostList(serializers.Serializer):  # type: ignore[type-arg]
+    hosts = HostRow(many=True)
 
 
 class Started(serializers.Serializer):  # type: ignore[type-arg]

@@ -147,8 +147,12 @@ def _rows() -> Any:
     return Realm.objects.defer("project", "run_config", "parameters")
 
 
+def _host_of(row: Realm | None) -> str | None:
+    return row.host_id if row is not None else None
+
+
 def realm_list() -> dict[str, Any]:
-    """``{realms:[{realm_id, state, active}], active, capacity}``, most recent first.
+    """``{realms:[{realm_id, state, active, host}], active, capacity}``, most recent first.
 
     A fixed number of queries however many realms and events there are."""
     rows = {r.realm_id: r for r in _rows()}
@@ -162,6 +166,7 @@ def realm_list() -> dict[str, Any]:
             "realm_id": realm_id,
             "state": shown_state(states.get(realm_id), rows.get(realm_id)),
             "active": is_active(rows.get(realm_id), now=now),
+            "host": _host_of(rows.get(realm_id)),
         }
         for realm_id in ids
     ]

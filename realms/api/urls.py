@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from django.urls import path
 
-from realms.api import agent_view, batches, machine, outputs, packages, realms, runs, skills
+from realms.api import (
+    agent_view,
+    batches,
+    hosts,
+    machine,
+    outputs,
+    packages,
+    realms,
+    runs,
+    skills,
+)
 
 urlpatterns = [
     path("realms", realms.RealmListView.as_view(), name="api-realms"),
+    path("hosts", hosts.HostListView.as_view(), name="api-hosts"),
     path("realms/<str:realm_id>", realms.RealmStatusView.as_view(), name="api-realm"),
     path(
         "realms/<str:realm_id>/transcript",

@@ -26,6 +26,7 @@ class LiveRealm:
     messages: int
     spend: float
     round: int | None
+    host: str | None = None  # the worker host running it (none in the embedded default)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ def _live(realm: Realm) -> LiveRealm:
         messages=int(status["messages"]),
         spend=float(status["total_spend"]),
         round=current_round(realm.realm_id),
+        host=realm.host_id,
     )
 
 

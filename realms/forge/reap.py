@@ -38,7 +38,9 @@ def _sandbox_home_of(cmd: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def reap(dry_run: bool = False, *, force: bool = False) -> list[dict[str, Any]]:
+def reap(
+    dry_run: bool = False, *, force: bool = False, host_id: str | None = None
+) -> list[dict[str, Any]]:
     """Find (and unless ``dry_run``, remove) what no live realm owns:
 
     * sandbox rows still live whose realm is gone or finished (stopped);
@@ -49,12 +51,15 @@ def reap(dry_run: bool = False, *, force: bool = False) -> list[dict[str, Any]]:
 
     ``force`` counts no realm as live, whatever its row says: for a realm left
     ``running`` by a process that is gone, whose sandboxes nothing will stop.
+    ``host_id``: only the sandbox rows of realms placed on that worker host (the rest
+    are other hosts' to stop); the processes and mounts are this installation's anyway.
     """
     found: list[dict[str, Any]] = []
     live_realms = set() if force else _live_realms()
-    for row in Sandbox.objects.filter(state__in=Sandbox.LIVE_STATES).exclude(
-        realm_id__in=live_realms
-    ):
+    rows = Sandbox.objects.filter(state__in=Sandbox.LIVE_STATES).exclude(realm_id__in=live_realms)
+    if host_id is not None:
+        rows = rows.filter(realm_id__in=Realm.objects.filter(host_id=host_id).values("realm_id"))
+    for row in rows:
         found.append({"kind": "sandbox", "realm": row.realm_id, "agent": row.agent_id})
         if not dry_run:
             if row.state == Sandbox.State.STOPPING:

@@ -100,8 +100,9 @@ def _write_archive(realm_id: str) -> None:
         archive_realm(realm_id)
 
 
-def interrupt_realm(realm_id: str, detail: str) -> bool:
-    """A realm that cannot be resumed: tear it down and mark it ``interrupted``."""
+def interrupt_realm(realm_id: str, detail: str, *, local: bool = True) -> bool:
+    """A realm that cannot be resumed: tear it down and mark it ``interrupted``.
+    ``local=False`` when its sandboxes are on a host that died (see :func:`tear_down`)."""
     with transaction.atomic():
         moved = Realm.objects.filter(
             realm_id=realm_id, state__in=(*LIVE, Realm.State.PENDING, Realm.State.CONCLUDING)
@@ -121,5 +122,5 @@ def interrupt_realm(realm_id: str, detail: str) -> bool:
             {"event": Lifecycle.CONCLUDING, "reason": "interrupted", "detail": detail},
         )
         record_event(realm_id, Kind.LIFECYCLE, {"event": Lifecycle.INTERRUPTED, "detail": detail})
-    tear_down(realm_id, "interrupted")
+    tear_down(realm_id, "interrupted", local=local)
     return True

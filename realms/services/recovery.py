@@ -54,8 +54,11 @@ def resume_or_interrupt(realm_id: str) -> str:
     return "resumed"
 
 
-def recover_realms(*, only: str | None = None, force: bool = False) -> dict[str, str]:
-    """Recover every live realm (or just ``only``); realm id → what was done.
+def recover_realms(
+    *, only: str | None = None, force: bool = False, host_id: str | None = None
+) -> dict[str, str]:
+    """Recover every live realm (or just ``only``, or just those placed on worker host
+    ``host_id``); realm id → what was done.
 
     ``force`` ignores tick claims: right for the embedded default, where the process
     that held a claim is the one that crashed.
@@ -70,6 +73,8 @@ def recover_realms(*, only: str | None = None, force: bool = False) -> dict[str,
         rows = rows.exclude(Q(claimed_until__gt=now) & ~Q(claimed_by="") & ~Q(realm_id__in=dead))
     if only is not None:
         rows = rows.filter(realm_id=only)
+    if host_id is not None:
+        rows = rows.filter(host_id=host_id)
     outcome: dict[str, str] = {}
     for realm in rows:
         try:

@@ -37,6 +37,11 @@ STEPS = (
     "reconcile bus",
     "close bus",
 )
+#: What only the host holding the sandboxes can do; a surviving host concluding a dead
+#: host's realm skips them, and the dead host reaps its sandboxes when it comes back.
+HOST_LOCAL_STEPS = frozenset(
+    {"stop sandboxes", "ingest traces", "capture outputs", "release sandboxes"}
+)
 
 
 def step(realm_id: str, what: str, call: Callable[[], Any]) -> Any:
@@ -74,8 +79,9 @@ def _capture(realm_id: str) -> None:
             record_event(realm_id, Kind.OUTPUT, entry)
 
 
-def tear_down(realm_id: str, why: str) -> None:
-    """Run every step in order; ``why`` is what the stopped sandboxes are told."""
+def tear_down(realm_id: str, why: str, *, local: bool = True) -> None:
+    """Run every step in order; ``why`` is what the stopped sandboxes are told.
+    ``local=False``: the sandboxes are on another (dead) host; only the shared steps run."""
     calls: dict[str, Callable[[], Any]] = {
         "stop sandboxes": lambda: stop_realm_sandboxes(realm_id, why),
         "revoke keys": lambda: revoke_realm_keys(realm_id),
@@ -89,4 +95,5 @@ def tear_down(realm_id: str, why: str) -> None:
         "close bus": lambda: teardown_bus(realm_id),
     }
     for what in STEPS:
-        step(realm_id, what, calls[what])
+        if local or what not in HOST_LOCAL_STEPS:
+            step(realm_id, what, calls[what])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from realms.forge.reap import reap
@@ -25,7 +26,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         dry_run = bool(options["dry_run"])
-        found = reap(dry_run=dry_run, force=bool(options["force"]))
+        # On a worker host only its own realms' sandbox rows: the others are theirs.
+        host_id = settings.BEARPIT_HOST_ID or None
+        found = reap(dry_run=dry_run, force=bool(options["force"]), host_id=host_id)
         verb = "would remove" if dry_run else "removed"
         for item in found:
             detail = " ".join(f"{k}={v}" for k, v in item.items() if k != "kind")

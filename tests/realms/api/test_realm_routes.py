@@ -361,8 +361,30 @@ def test_the_realm_list_keeps_its_shape(routes_api):
     build_realm("l-abc123", state=Realm.State.RUNNING)
     body = routes_api.get("/api/realms").json()
     assert set(body) == {"realms", "active", "capacity"}
-    assert body["realms"] == [{"realm_id": "l-abc123", "state": "running", "active": True}]
+    assert body["realms"] == [
+        {"realm_id": "l-abc123", "state": "running", "active": True, "host": None}
+    ]
     assert json.dumps(body)
+
+
+def test_the_realm_list_and_the_hosts_show_which_host_runs_what(routes_api, client):
+    from realms.models import Host
+
+    now = timezone.now()
+    alpha = Host.objects.create(host_id="alpha", capacity=2, backend="bwrap", state="up",
+                                last_heartbeat=now, started_at=now)  # fmt: skip
+    build_realm("placed-abc123", state=Realm.State.RUNNING, host=alpha)
+    build_realm("old-abc123", state=Realm.State.ARCHIVED, host=alpha)
+    listed = {r["realm_id"]: r["host"] for r in routes_api.get("/api/realms").json()["realms"]}
+    assert listed == {"placed-abc123": "alpha", "old-abc123": "alpha"}
+    (row,) = routes_api.get("/api/hosts").json()["hosts"]
+    assert {k: row[k] for k in ("host_id", "state", "backend", "capacity", "load", "realms")} == {
+        "host_id": "alpha", "state": "up", "backend": "bwrap", "capacity": 2, "load": 1,
+        "realms": ["placed-abc123"],
+    }  # fmt: skip
+    assert 0 <= row["heartbeat_age_s"] < 60
+    assert client.get("/api/hosts").status_code == 401
+    assert routes_api.get("/api/hosts?x=1").status_code == 400
 
 
 def test_nul_and_control_characters_are_refused_before_the_database(routes_api):

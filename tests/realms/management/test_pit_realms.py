@@ -11,7 +11,7 @@ from tests.realms.management.ranrealm import RanRealm
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
-ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\d{4}-\d\d-\d\d \d\d:\d\d)\s+\$(\d+\.\d{4})$")
+ROW = re.compile(r"^(\S+)\s+(\S+)\s+-\s+(\S+)\s+(\d{4}-\d\d-\d\d \d\d:\d\d)\s+\$(\d+\.\d{4})$")
 
 
 def out(done: subprocess.CompletedProcess[str]) -> list[str]:
@@ -28,7 +28,7 @@ def total_spend(ran: RanRealm) -> str:
 def test_the_realm_that_ran_and_a_newer_one(toolcheck_realm: RanRealm) -> None:
     ran = toolcheck_realm
     listed = out(ran.manage("pit_realms"))
-    assert listed[0].split() == ["REALM", "STATE", "PACKAGE", "STARTED", "SPEND"]
+    assert listed[0].split() == ["REALM", "STATE", "HOST", "PACKAGE", "STARTED", "SPEND"]
     (row,) = listed[1:]
     match = ROW.match(row)
     assert match, listed
