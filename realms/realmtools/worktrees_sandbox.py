@@ -24,6 +24,7 @@ EXCLUDE_LINE = "/.worktrees/"
 MAX_FILES = 50
 MAX_ERROR = 600
 _NUMBER = re.compile(r"^[1-9][0-9]{0,5}$")
+_DRIVERS = r"^(filter|merge|diff)\..*\.(clean|smudge|process|driver|command|textconv)$"
 _AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 
 
@@ -108,6 +109,15 @@ def check_repo(root: str) -> bool:
     return True
 
 
+def refuse_drivers(git: Git) -> None:
+    """Filters and merge drivers are commands git runs on add, checkout and merge; one
+    set in the shared repository's config would run as the caller, so none may be."""
+    found = git.run("config", "--includes", "--name-only", "--get-regexp", _DRIVERS).stdout
+    names = sorted(set(_lines(found)))
+    if names:
+        raise Stop(f"the repository's config sets commands git would run: {', '.join(names)}")
+
+
 def worktree_path(root: str, number: str, *, create_parent: bool) -> str:
     if not _NUMBER.match(number):
         raise Stop(f"task number {number!r} is not a plain number")
@@ -190,6 +200,7 @@ def cleanup(root: str, number: str, git: Git, message: str) -> dict[str, Any]:
     """Save what is left in a task's worktree as a commit on its branch, then remove it."""
     if not check_repo(root):
         return {"repo": False}
+    refuse_drivers(git)
     path = worktree_path(root, number, create_parent=False)
     branch = f"task/{number}"
     git.run("worktree", "prune")
@@ -204,6 +215,7 @@ def create(root: str, number: str, git: Git, message: str) -> dict[str, Any]:
     """A worktree for the task on ``task/<number>``, from its branch if one is left."""
     if not check_repo(root):
         return {"repo": False}
+    refuse_drivers(git)
     if git.run("rev-parse", "--verify", "--quiet", "HEAD").returncode != 0:
         raise Stop("the shared repository has no commit yet; commit something first")
     left = cleanup(root, number, git, message)
@@ -231,6 +243,7 @@ def commit(root: str, number: str, git: Git, message: str) -> dict[str, Any]:
     """Commit the task's worktree on its branch and remove the worktree."""
     if not check_repo(root):
         return {"repo": False}
+    refuse_drivers(git)
     path = worktree_path(root, number, create_parent=False)
     branch = f"task/{number}"
     if not _checked_worktree(git, root, path, branch):
@@ -246,6 +259,7 @@ def merge(root: str, number: str, git: Git, message: str) -> dict[str, Any]:
     files, abort, and leave the checkout as it was."""
     if not check_repo(root):
         raise Stop("the shared folder holds no git repository")
+    refuse_drivers(git)
     branch = f"task/{number}"
     if not _branch_exists(git, branch):
         raise Stop(f"there is no branch {branch}")

@@ -145,7 +145,9 @@ def test_an_expired_lease_cleans_up_the_worktree_in_the_claimants_sandbox(realms
     path = zed.call("task_claim", id=1)["worktree"]["path"]
     zed.call("run_code", code=write_in(path, "survey.md", "3 pools\n"))
     Task.objects.filter(realm=repo, number=1).update(lease_until_ms=1)
-    assert expire_leases(rid, plan_of(repo).task_board) == [1]
+    board = plan_of(repo).task_board
+    assert board is not None and board.worktrees
+    assert expire_leases(rid, board) == [1]
     assert not (shared(rid) / ".worktrees" / "1").exists()
     (cleanup,) = task_events(rid, "cleanup")
     assert cleanup["agent"] is None and cleanup["reason"] == "expire"

@@ -104,6 +104,34 @@ def test_hooks_and_fsmonitor_planted_in_the_repository_never_run(realms, repo):
         assert not (layout.home_dir(rid, agent) / "hook-ran").exists()
 
 
+DRIVER = """
+import subprocess
+cmd = "sh -c 'echo ran > /realm/shared/driver-ran; echo ran > $HOME/driver-ran; cat'"
+open("/realm/shared/.gitattributes", "w").write("* filter=evil merge=evil\\n")
+for key in ("filter.evil.clean", "filter.evil.smudge", "merge.evil.driver"):
+    subprocess.run(["git", "-c", "safe.directory=*", "config", key, cmd],
+                   cwd="/realm/shared", check=True)
+print("planted")
+"""
+
+
+def test_filter_and_merge_drivers_set_in_the_repository_refuse_every_step(realms, repo):
+    rid = repo.realm_id
+    vela, zed = realms.agent(repo, "vela"), realms.agent(repo, "zed")
+    vela.call("task_add", title="page")
+    zed.call("task_claim", id=1)
+    assert vela.call("run_code", code=DRIVER)["output"] == "planted\n"
+    done = zed.call("task_complete", id=1, summary="page")
+    assert "sets commands git would run: filter.evil.clean" in done["error"]
+    assert "merge.evil.driver" in done["error"]
+    vela.call("task_add", title="other")
+    claimed = vela.call("task_claim", id=2)
+    assert "sets commands git would run" in claimed["worktree"]["error"]
+    assert not (shared(rid) / "driver-ran").exists()
+    for agent in ("vela", "zed"):
+        assert not (layout.home_dir(rid, agent) / "driver-ran").exists()
+
+
 def test_ids_that_walk_are_refused(realms, repo):
     vela = realms.agent(repo, "vela")
     vela.call("task_add", title="one")
