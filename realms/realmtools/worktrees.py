@@ -25,7 +25,7 @@ from chronicle.kinds import Kind
 from chronicle.services import record_event
 from realms.forge import layout
 from realms.forge.backends import SandboxError
-from realms.forge.runcode import RunCodeError
+from realms.forge.runcode import MAX_CODE_CHARS, RunCodeError
 from realms.forge.runcode import run_code as forge_run_code
 from realms.forge.services import live_sandbox
 from realms.plan import TaskBoardPlan
@@ -35,6 +35,8 @@ from realms.realmtools.errors import Refusal
 log = logging.getLogger(__name__)
 
 SCRIPT = (Path(__file__).parent / "worktrees_sandbox.py").read_text(encoding="utf-8")
+if len(SCRIPT) > MAX_CODE_CHARS - 1000:  # the request and the call take the rest
+    raise RuntimeError("worktrees_sandbox.py outgrew what run_code may send")
 NO_REPO = "the shared folder holds no git repository (no .git), so this claim has no worktree"
 
 

@@ -12,14 +12,20 @@ caller.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 WORKTREES = ".worktrees"
+LOCK = "bearpit-worktrees.lock"
+LOCK_WAIT_S = 30.0
 EXCLUDE_LINE = "/.worktrees/"
 MAX_FILES = 50
 MAX_ERROR = 600
@@ -300,6 +306,31 @@ def merge(root: str, number: str, git: Git, message: str) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def one_at_a_time(root: str) -> Iterator[None]:
+    """Steps of different agents on one repository take turns (git's own locks would make
+    the loser fail, not wait). The lock file is opened without following links."""
+    dot_git = os.path.join(root, ".git")
+    if not _real_dir(dot_git):
+        yield
+        return
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(os.path.join(dot_git, LOCK), flags, 0o660)
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise Stop("another git step on the shared repository did not finish") from None
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)
+
+
 OPERATIONS = {"create": create, "commit": commit, "cleanup": cleanup, "merge": merge}
 
 
@@ -312,7 +343,8 @@ def main(request: dict[str, Any]) -> None:
             raise Stop(f"author {agent!r} is not an agent id")
         root = str(request["root"])
         git = Git(root, agent, str(request["email"]))
-        answer = op(root, str(request["task"]), git, str(request["message"]))
+        with one_at_a_time(root):
+            answer = op(root, str(request["task"]), git, str(request["message"]))
     except Stop as stop:
         answer = {"error": stop.message}
     except (OSError, subprocess.SubprocessError) as exc:

@@ -13,6 +13,7 @@ from realms.plan import plan_of
 from realms.realmtools.models import Task
 from realms.realmtools.taskboard_leases import expire_leases
 
+from .test_concurrency_and_audit import _together
 from .worktrees import board, host_git, repo, shared, task_events, uid_of, write_in
 
 pytestmark = pytest.mark.timeout(180)
@@ -164,3 +165,25 @@ def test_without_a_repository_a_claim_says_so_and_works_as_before(realms, board)
     assert orin.call("task_complete", id=1, summary="fine")["completed"] == 1
     assert [e["op"] for e in task_events(board.realm_id)] == ["add", "claim", "complete"]
     assert not (shared(board.realm_id) / ".worktrees").exists()
+
+
+def test_agents_working_the_repository_at_once_all_get_their_steps(realms, repo):
+    rid = repo.realm_id
+    orin, vela, zed = (realms.agent(repo, a) for a in ("orin", "vela", "zed"))
+    for title in ("a", "b", "c"):
+        vela.call("task_add", title=title)
+    claims = _together((orin, "task_claim", {"id": 1}), (zed, "task_claim", {"id": 2}))
+    assert all("path" in c["worktree"] for c in claims), claims
+    orin.call("run_code", code=write_in(claims[0]["worktree"]["path"], "a.md", "a\n"))
+    zed.call("run_code", code=write_in(claims[1]["worktree"]["path"], "b.md", "b\n"))
+    # Two commits and a new worktree on one repository at the same moment.
+    steps = _together(
+        (orin, "task_complete", {"id": 1, "summary": "a"}),
+        (zed, "task_complete", {"id": 2, "summary": "b"}),
+        (vela, "task_claim", {"id": 3}),
+    )
+    assert [s["worktree"].get("files") for s in steps[:2]] == [["a.md"], ["b.md"]], steps
+    assert steps[2]["worktree"]["branch"] == "task/3"
+    assert task_events(rid, "git_error") == []
+    authors = host_git(rid, "log", "--format=%an", "task/1", "task/2", "--not", "main")
+    assert sorted(authors.splitlines()) == ["orin", "zed"]
