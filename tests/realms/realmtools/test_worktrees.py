@@ -17,6 +17,15 @@ from .test_concurrency_and_audit import _together
 from .worktrees import board, host_git, repo, shared, task_events, uid_of, write_in
 
 pytestmark = pytest.mark.timeout(180)
+
+RESOLVE = """
+import subprocess
+git = ["git", "-c", "safe.directory=*", "-c", "user.name=zed", "-c", "user.email=z@x"]
+done = subprocess.run([*git, "merge", "task/2"], cwd="TREE", capture_output=True, text=True)
+print("conflict in notes.md" if "CONFLICT" in done.stdout else done.stdout + done.stderr)
+open("TREE/notes.md", "w").write("# Notes\\n\\nline ONE (and 1)\\n")
+subprocess.run([*git, "add", "notes.md"], cwd="TREE", check=True)
+"""
 __all__ = ["board", "repo"]  # fixtures
 
 
@@ -111,6 +120,17 @@ def test_a_merge_conflict_is_reported_aborted_and_leaves_the_checkout_clean(real
     assert "- 2. second edit — done by zed: second (merge conflict in notes.md)" in render_report(
         rid
     )
+
+    # Resolving as the docs say: a new task whose claimant merges task/2 in its worktree.
+    vela.call("task_add", title="resolve notes.md")
+    three = zed.call("task_claim", id=3)["worktree"]["path"]
+    resolve = RESOLVE.replace("TREE", three)
+    assert zed.call("run_code", code=resolve)["output"] == "conflict in notes.md\n"
+    zed.call("task_complete", id=3, summary="kept ONE")
+    assert vela.call("task_merge", id=3)["merged"] == 3
+    assert (shared(rid) / "notes.md").read_text() == "# Notes\n\nline ONE (and 1)\n"
+    assert (shared(rid) / "extra.md").read_text() == "extra\n"
+    assert vela.call("task_merge", id=2)["already"] is True
 
 
 def test_a_release_saves_the_work_on_the_branch_and_removes_the_worktree(realms, repo):
