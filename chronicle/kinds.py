@@ -33,7 +33,9 @@ class Kind(StrEnum):
     """A virtual key was minted: its agent, provider, model, transport and prices."""
     TASK = "task"
     """A change on the task board: ``op`` add, assign, claim, release, complete, block or
-    expire, the task's ``task`` number and who did it."""
+    expire, the task's ``task`` number and who did it. With worktrees, also the git steps:
+    ``worktree`` (created), ``commit``, ``merge``, ``conflict``, ``cleanup`` and
+    ``git_error``."""
 
 
 class Lifecycle(StrEnum):

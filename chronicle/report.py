@@ -112,6 +112,10 @@ def task_board_section(realm_id: str) -> list[str]:
             text += f" by {t.holder}"
         elif t.state == "blocked" and t.reason:
             text += f": {t.reason}"
+        if t.merged:
+            text += f" (merged from {t.merged})"
+        elif t.conflicts:
+            text += f" (merge conflict in {', '.join(t.conflicts)})"
         if t.expiries:
             text += f" ({t.expiries} lease{'' if t.expiries == 1 else 's'} expired)"
         lines.append(_bullet(text))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from chronicle.kinds import Kind
 from chronicle.models import Event
@@ -18,6 +18,8 @@ class BoardTask:
     reason: str = ""
     claims: int = 0
     expiries: int = 0
+    merged: str = ""  # the branch, once a lead merged it
+    conflicts: list[str] = field(default_factory=list)  # of the last merge that failed
 
 
 def board(realm_id: str) -> list[BoardTask]:
@@ -47,4 +49,8 @@ def board(realm_id: str) -> list[BoardTask]:
         elif op == "complete":
             task.state, task.holder = "done", str(payload.get("agent"))
             task.summary = str(payload.get("summary") or "")
+        elif op == "merge":
+            task.merged, task.conflicts = str(payload.get("branch") or ""), []
+        elif op == "conflict":
+            task.conflicts = [str(f) for f in payload.get("files") or []] or ["?"]
     return [tasks[n] for n in sorted(tasks)]

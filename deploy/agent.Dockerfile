@@ -1,4 +1,4 @@
-# The agent image for BEARPIT_SANDBOX=docker: Python and the agent runtime, nothing else.
+# The agent image for BEARPIT_SANDBOX=docker: Python, git and the agent runtime, nothing else.
 # Build from the repository root:
 #   docker build -f deploy/agent.Dockerfile -t bearpit-agent:latest .
 # or, with podman and no registry at hand, deploy/build-agent-image (it builds a Debian
@@ -16,6 +16,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# git, for the task board's worktrees: realmtools runs git in the agent's run_code view
+# (a sibling container of this image), never on the host.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git \
+ && rm -rf /var/lib/apt/lists/*
 
 # The runtime's own dependencies only, pinned to uv.lock: it imports nothing from the
 # platform. python3, not python: a plain Debian base has only the former.

@@ -213,10 +213,12 @@ DEFAULT_LEASE_S = 600.0
 
 @dataclass(frozen=True, slots=True)
 class TaskBoardPlan:
-    """The task-board mechanic: how long a claim lasts unrenewed, and who may assign."""
+    """The task-board mechanic: how long a claim lasts unrenewed, who may assign, and
+    whether a claim gets its own git worktree of the shared folder's repository."""
 
     lease_s: float = DEFAULT_LEASE_S
     leads: tuple[str, ...] = ()
+    worktrees: bool = False
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> TaskBoardPlan:
@@ -225,7 +227,9 @@ class TaskBoardPlan:
             lease_s = parse_duration(str(lease)) if lease else DEFAULT_LEASE_S
         except ValueError:
             lease_s = DEFAULT_LEASE_S
-        return cls(lease_s=lease_s, leads=_texts(raw.get("leads")))
+        return cls(
+            lease_s=lease_s, leads=_texts(raw.get("leads")), worktrees=raw.get("worktrees") is True
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,7 +185,7 @@ def _spec_rules(project: Project, manifest: str, roster: list[str], found: Findi
                 )
     for index, mechanic in enumerate(spec.mechanics):
         if mechanic.kind != "task-board":
-            for name in ("lease", "leads"):
+            for name in ("lease", "leads", "worktrees"):
                 if getattr(mechanic, name) is not None:
                     errors.append(
                         problem(
@@ -425,6 +425,14 @@ def _task_board_rules(project: Project, manifest: str, base: str, index: int) ->
             errors.append(
                 expected(manifest, f"{base}.lease", "a duration from 30s to 1d", mechanic.lease)
             )
+    if mechanic.worktrees and not project.spec.environment.shared_folder.enabled:
+        errors.append(
+            problem(
+                manifest,
+                f"{base}.worktrees",
+                "worktrees live in the shared folder: enable spec.environment.shared_folder",
+            )
+        )
     participants = [a.id for a in project.participants]
     for i, lead in enumerate(mechanic.leads or []):
         if lead not in participants:

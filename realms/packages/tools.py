@@ -46,6 +46,7 @@ REALMTOOLS_VERBS = frozenset(
         "task_complete",
         "task_block",
         "task_assign",
+        "task_merge",
     }
 )
 

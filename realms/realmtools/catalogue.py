@@ -34,6 +34,7 @@ class Rule:
     table: bool = False
     text: bool = False  # answers in text; refusals read "error: …"
     board: bool = False  # only in realms with a task board
+    worktrees: bool = False  # only when that board gives claims git worktrees
 
 
 RULES: dict[str, Rule] = {
@@ -65,6 +66,8 @@ RULES: dict[str, Rule] = {
     "task_complete": Rule(Who.PARTICIPANT, acts=True, board=True),
     "task_block": Rule(Who.ANYONE, acts=True, board=True),
     "task_assign": Rule(Who.LEAD, acts=True, board=True),
+    # Task worktrees (realms.realmtools.worktrees).
+    "task_merge": Rule(Who.LEAD, acts=True, board=True, worktrees=True),
 }
 
 
@@ -96,6 +99,8 @@ def _reason_hidden(name: str, rule: Rule, caller: Caller) -> str | None:
     board = facts.plan.task_board
     if rule.board and board is None:
         return "this realm has no task board"
+    if rule.worktrees and (board is None or not board.worktrees):
+        return "this realm's task board has no worktrees"
     if rule.who is Who.LEAD and not (
         caller.is_referee or (board is not None and caller.agent_id in board.leads)
     ):

@@ -22,6 +22,7 @@ from chronicle.selectors import agents_out
 from chronicle.services import record_event
 from realms.models import Realm
 from realms.plan import TaskBoardPlan
+from realms.realmtools import worktrees
 from realms.realmtools.context import Caller, realm_lock
 from realms.realmtools.errors import Refusal
 from realms.realmtools.models import Task
@@ -229,10 +230,14 @@ def task_claim(caller: Caller, id: int | str) -> dict[str, Any]:
             raise Refusal(f"task {number} was claimed by someone else first")
         _record(caller, "claim", number, lease_s=board.lease_s)
     task.refresh_from_db()
-    return {
+    answer = {
         "claimed": view(task, _done(caller.realm_id), now),
         "note": f"the claim lasts {board.lease_s:g}s after your last tool call or message",
     }
+    tree = worktrees.on_claim(caller, number)
+    if tree is not None:
+        answer["worktree"] = tree
+    return answer
 
 
 def _held(caller: Caller, number: int, verb: str) -> Task:
@@ -260,23 +265,47 @@ def task_release(caller: Caller, id: int | str) -> dict[str, Any]:
         if not _move(task, state=Task.State.OPEN, claimant="", lease_until_ms=None):
             raise Refusal(f"task {number} changed meanwhile; try again")
         _record(caller, "release", number, claimant=task.claimant)
-    return {"released": number, "state": Task.State.OPEN}
+    answer: dict[str, Any] = {"released": number, "state": Task.State.OPEN}
+    _clean_up(caller, number, task.claimant, "release", answer)
+    return answer
+
+
+def _clean_up(
+    caller: Caller, number: int, claimant: str, reason: str, answer: dict[str, Any]
+) -> None:
+    """A task that left its claimant's hands loses its worktree (the branch stays)."""
+    board = caller.facts.plan.task_board
+    tree = worktrees.on_release(
+        caller.realm_id, board, number, claimant, by=caller.agent_id, reason=reason
+    )
+    if tree is not None:
+        answer["worktree"] = tree
 
 
 def task_complete(caller: Caller, id: int | str, summary: str) -> dict[str, Any]:
     board_of(caller)
     number = task_number(id)
     text = _text(summary, "summary", MAX_SUMMARY, required=True)
+    _check_completer(caller, _get(caller, number))
+    # Outside the transaction (git takes seconds), while the caller still holds the task.
+    tree = worktrees.on_complete(caller, number, _get(caller, number).title, text)
     with transaction.atomic():
         task = _get(caller, number)
-        if task.state != Task.State.CLAIMED or task.claimant != caller.agent_id:
-            holder = f"claimed by {task.claimant}" if task.claimant else task.state
-            raise Refusal(f"only the claimant completes a task; task {number} is {holder}")
+        _check_completer(caller, task)
         done = _move(task, state=Task.State.DONE, lease_until_ms=None, summary=text)
         if not done:
             raise Refusal(f"task {number} changed meanwhile (did your lease expire?)")
         _record(caller, "complete", number, summary=text)
-    return {"completed": number, "summary": text}
+    answer: dict[str, Any] = {"completed": number, "summary": text}
+    if tree is not None:
+        answer["worktree"] = tree
+    return answer
+
+
+def _check_completer(caller: Caller, task: Task) -> None:
+    if task.state != Task.State.CLAIMED or task.claimant != caller.agent_id:
+        holder = f"claimed by {task.claimant}" if task.claimant else task.state
+        raise Refusal(f"only the claimant completes a task; task {task.number} is {holder}")
 
 
 def task_block(caller: Caller, id: int | str, reason: str) -> dict[str, Any]:
@@ -296,7 +325,9 @@ def task_block(caller: Caller, id: int | str, reason: str) -> dict[str, Any]:
         if not changed:
             raise Refusal(f"task {number} changed meanwhile; try again")
         _record(caller, "block", number, reason=text, claimant=task.claimant)
-    return {"blocked": number, "reason": text}
+    answer: dict[str, Any] = {"blocked": number, "reason": text}
+    _clean_up(caller, number, task.claimant, "block", answer)
+    return answer
 
 
 def task_assign(caller: Caller, id: int | str, agent: str) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from chronicle.kinds import Kind
 from chronicle.models import Message, now_ms
 from chronicle.services import record_event
 from realms.models import Realm
-from realms.plan import TaskBoardPlan
+from realms.plan import TaskBoardPlan, plan_of
+from realms.realmtools import worktrees
 from realms.realmtools.models import Task
 
 
@@ -76,4 +77,9 @@ def expire_leases(realm_id: str, board: TaskBoardPlan, now: int | None = None) -
                 },
             )
         expired.append(task.number)
+        if board.worktrees:
+            roster = plan_of(Realm.objects.get(realm_id=realm_id)).roster
+            worktrees.on_release(
+                realm_id, board, task.number, task.claimant, by=None, reason="expire", roster=roster
+            )
     return expired

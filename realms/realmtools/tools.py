@@ -17,7 +17,7 @@ from django.db import close_old_connections
 from mcp.server.fastmcp import Context, FastMCP
 
 from chronicle.values import BadValue, check_value
-from realms.realmtools import audit, catalogue, taskboard, taskboard_leases
+from realms.realmtools import audit, catalogue, taskboard, taskboard_leases, worktrees_merge
 from realms.realmtools.context import Caller
 from realms.realmtools.errors import Refusal
 from realms.realmtools.facts import load_facts
@@ -248,6 +248,7 @@ def register(mcp: FastMCP[Any]) -> None:
         return dict(await dispatch(ctx, "budget_status", budget.budget_status))
 
     register_task_board(mcp)
+    register_worktrees(mcp)
 
 
 def register_task_board(mcp: FastMCP[Any]) -> None:
@@ -309,3 +310,14 @@ def register_task_board(mcp: FastMCP[Any]) -> None:
         return dict(
             await dispatch(ctx, "task_assign", lambda c: taskboard.task_assign(c, id, agent))
         )
+
+
+def register_worktrees(mcp: FastMCP[Any]) -> None:
+    """Task worktrees' verbs (shown only when the task board declares worktrees)."""
+
+    @mcp.tool()
+    async def task_merge(id: int | str, ctx: Ctx) -> dict[str, Any]:
+        """Referee or lead: merge a done task's branch (task/<id>) into the shared folder's
+        checkout. A conflict is reported with its files; the merge is then aborted and the
+        checkout left as it was."""
+        return dict(await dispatch(ctx, "task_merge", lambda c: worktrees_merge.task_merge(c, id)))

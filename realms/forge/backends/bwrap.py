@@ -185,6 +185,9 @@ def bwrap_command(
     args += ["--tmpfs", "/run"]
     if not exec_mode:
         args += ["--ro-bind", str(spec.sockets), layout.SANDBOX_SOCKETS]
+    # Made before its binds, or bwrap creates /etc as a 0700 root directory and the
+    # agent's uid can read none of them (git, for one, then fails on /etc/gitconfig).
+    args += ["--perms", "0755", "--dir", "/etc"]
     etc = layout.etc_dir(spec.realm_id, spec.agent_id)
     for name in ("passwd", "group", "hosts", "hostname"):
         args += ["--ro-bind", str(etc / name), f"/etc/{name}"]

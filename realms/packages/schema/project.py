@@ -128,6 +128,12 @@ class Mechanic(Strict):
         max_length=50,
         description="Task board: participants who may assign tasks, besides the referee.",
     )
+    worktrees: bool | None = Field(
+        default=None,
+        description="Task board: when the shared folder holds a git repository, each claim "
+        "gets its own worktree and branch (task/<id>); task_complete commits it and "
+        "task_merge merges it.",
+    )
 
 
 class LoopDetection(Strict):
