@@ -35,7 +35,8 @@ class DraftFile:
     def numbered(self) -> list[tuple[int, str, bool]]:
         """``(line number, text, has a problem)`` for each line of the file."""
         bad = {p["line"] for p in self.problems if p.get("line")}
-        return [(n, line, n in bad) for n, line in enumerate(self.text.split("\n"), start=1)]
+        text = self.text[:-1] if self.text.endswith("\n") else self.text
+        return [(n, line, n in bad) for n, line in enumerate(text.split("\n"), start=1)]
 
 
 @dataclass
@@ -43,6 +44,12 @@ class FileDiff:
     path: str
     status: str
     lines: list[tuple[str, str]]  # (css class, text)
+
+    @property
+    def summary(self) -> str:
+        added = sum(1 for kind, _ in self.lines if kind == "add")
+        removed = sum(1 for kind, _ in self.lines if kind == "del")
+        return f"+{added} -{removed} lines"
 
 
 def _diff_lines(text: str) -> list[tuple[str, str]]:

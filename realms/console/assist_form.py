@@ -32,7 +32,11 @@ class AssistStartForm(forms.Form):
         help_text="Optional. Letters, digits, '.', '_' or '-'; without one, the draft is "
         "saved under the name its project.json gives.",
     )
-    provider = forms.ChoiceField(label="Provider profile")
+    provider = forms.ChoiceField(
+        label="Provider profile",
+        help_text="Scribe needs a model behind it: on the offline (scripted) profile it "
+        "only replays BEARPIT_SCRIBE_OFFLINE_SCRIPT.",
+    )
     tier = forms.ChoiceField(
         label="Tier", choices=[(t, t) for t in TIERS], help_text="The profile's model tier."
     )
