@@ -49,6 +49,10 @@ class FileDiff:
     def summary(self) -> str:
         added = sum(1 for kind, _ in self.lines if kind == "add")
         removed = sum(1 for kind, _ in self.lines if kind == "del")
+        if self.status == "added":
+            return f"{added} line{'s' if added != 1 else ''}"
+        if self.status == "removed":
+            return f"{removed} line{'s' if removed != 1 else ''} removed"
         return f"+{added} -{removed} lines"
 
 

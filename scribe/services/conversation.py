@@ -55,7 +55,7 @@ def start_message(session_id: str, text: str, *, direct: bool = False) -> Scribe
         raise SessionClosed("this session's draft is approved and saved; start a new session")
     if session.state == ScribeSession.State.CAPPED:
         raise SessionClosed(
-            "this session has spent its budget cap; its draft is kept (GET the session), "
+            "this session has spent its budget cap; its draft is kept and can still be read, "
             "and a new session continues with a new cap"
         )
     now = timezone.now()
@@ -203,7 +203,7 @@ def _reply(session: ScribeSession, endpoint: model.Endpoint) -> Iterator[Line]:
             session.save(update_fields=["failed_proposals", "updated_at"])
             text = (
                 f"the draft still does not validate after {MAX_FAILED_PROPOSALS} proposals; "
-                "it is kept as it is (GET the session for its errors): say what to change"
+                "it is kept as it is, with its errors listed beside it: say what to change"
             )
             yield _line("error", text, "propose_draft")
             break

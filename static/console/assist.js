@@ -152,6 +152,14 @@
     });
   }
 
+  // A link to a file (from the file list or a problem) opens it where it is folded.
+  draft.addEventListener("click", function (event) {
+    var link = event.target.closest("a[href^='#draft-file-']");
+    if (!link) { return; }
+    var target = document.getElementById(link.getAttribute("href").slice(1));
+    if (target && target.tagName === "DETAILS") { target.open = true; }
+  });
+
   form.addEventListener("submit", function (event) { event.preventDefault(); submit(); });
   area.addEventListener("keydown", function (event) {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
