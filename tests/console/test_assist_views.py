@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from django.test import Client
 from ledger.models import NANO, VirtualKey
 from ledger.services.profiles import get_profile
 from realms.library import services as library
-from realms.models import Scenario
+from realms.models import Realm, Scenario
 from scribe.models import ScribeSession
 from scribe.services import sessions
 from scribe.services.model import MAX_TOKENS
@@ -227,3 +228,26 @@ def test_a_spent_cap_is_said_plainly_and_the_draft_kept(
     assert "Budget cap spent" in page
     assert "draft notes" in page  # the draft is kept, and shown
     assert 'id="composer" class="composer" hidden' in page
+
+
+def test_the_draft_launches_on_the_offline_provider_without_reaching_the_library(
+    operator, scribe_env, script, local_worker, settings
+) -> None:
+    files = debate_files()
+    script([step(*writes(files)), step(text="Drafted.")])
+    session = sessions.create_session("create", "debate", owner=None)
+    say(operator, session.session_id, "A debate.")
+    response = operator.post(f"/assist/{session.session_id}/launch", {"realm_id": "debate-try"})
+    assert response.status_code == 302 and response["Location"] == "/realms/debate-try/"
+    assert local_worker.get_nowait() == "debate-try"
+    realm = Realm.objects.get(realm_id="debate-try")
+    drafts_root = Path(settings.BEARPIT_HOME) / "scribe" / "drafts" / session.session_id
+    assert Path(realm.package_path).is_relative_to(drafts_root.resolve())
+    assert realm.run_config["provider"] == "offline"
+    assert not Scenario.objects.filter(name="debate").exists()
+    assert not (Path(settings.BEARPIT_HOME) / "scenarios" / "debate").exists()
+
+    again = operator.post(f"/assist/{session.session_id}/launch", {"realm_id": "debate-try"})
+    assert again.status_code == 409
+    assert "already taken" in again.content.decode()
+    assert Realm.objects.count() == 1
