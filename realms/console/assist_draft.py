@@ -103,6 +103,7 @@ def draft_context(session: ScribeSession) -> dict[str, Any]:
         if d["status"] != "same"
     ]
     state = view["state"]
+    valid = bool(validation["ok"]) and bool(view["files"])
     return {
         "session": session,
         "view": view,
@@ -112,10 +113,10 @@ def draft_context(session: ScribeSession) -> dict[str, Any]:
         "unplaced": [p for p in problems if p.get("file") not in status],
         "errors": validation["errors"],
         "warnings": validation["warnings"],
-        "valid": bool(validation["ok"]) and bool(view["files"]),
+        "valid": valid,
         "changes": changes,
         "approvable": state == "proposed" and view["proposed_version"] == view["version"],
         "spend": _spend(view["spend"]),
-        "elevated": draft_elevated(session) if view["files"] else [],
+        "elevated": draft_elevated(session) if valid else [],
         "closed": state in ("approved", "capped"),
     }

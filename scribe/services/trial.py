@@ -15,9 +15,9 @@ from django.conf import settings
 
 from realms.library import files as trees
 from realms.models import Realm
-from realms.packages.schema.project import Project
+from realms.packages import load_package
 from realms.services.consent import elevated_grants
-from realms.services.launch import LaunchError, LaunchOptions, load_project
+from realms.services.launch import LaunchOptions
 from realms.services.providers import OFFLINE
 from realms.services.queue import queue_package
 from scribe.models import ScribeSession
@@ -57,15 +57,17 @@ def draft_folder(session: ScribeSession) -> Path:
 
 
 def draft_elevated(session: ScribeSession) -> list[str]:
-    """What the draft grants that a launch needs consent for (nothing if it does not load)."""
+    """What the draft grants that a launch needs consent for (nothing if it does not load).
+
+    Read from a throw-away copy: showing a page writes no draft folder.
+    """
     files = drafts.current_files(session)
-    if not files or not drafts.check(files)["ok"]:
+    if not files:
         return []
-    try:
-        project: Project = load_project(draft_folder(session))[0]
-    except LaunchError:  # a draft that does not load grants nothing yet
-        return []
-    return elevated_grants(project)
+    with tempfile.TemporaryDirectory(prefix="bearpit-draft-") as tmp:
+        root = trees.write_folder(drafts.as_tree(files), Path(tmp) / "package")
+        result = load_package(root)
+    return elevated_grants(result.project) if result.ok and result.project else []
 
 
 def launch_draft(
