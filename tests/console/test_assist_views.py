@@ -251,3 +251,22 @@ def test_the_draft_launches_on_the_offline_provider_without_reaching_the_library
     assert again.status_code == 409
     assert "already taken" in again.content.decode()
     assert Realm.objects.count() == 1
+
+
+def test_a_page_opened_mid_reply_shows_what_was_said_so_far(operator, scribe_env, script) -> None:
+    from scribe.services import conversation
+
+    script([step(call("ask_user", question="Which realm?")), step(text="later")])
+    session = sessions.create_session("create", "midway", owner=None)
+    started = conversation.start_message(session.session_id, "Draft me a realm.")
+    lines = conversation.reply(started)
+    assert next(lines)["kind"] == "tool"  # the reply is running, held mid-way
+    page = operator.get(f"/assist/{session.session_id}/").content.decode()
+    assert "Draft me a realm." in page
+    assert "ask_user" in page
+    assert "Scribe is still replying to the last message" in page
+    busy = operator.post(f"/assist/{session.session_id}/message", {"text": "again"})
+    assert busy.status_code == 409 and "still replying" in busy.json()["error"]
+    lines.close()
+    page = operator.get(f"/assist/{session.session_id}/").content.decode()
+    assert "Scribe is still replying" not in page
