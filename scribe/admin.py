@@ -21,7 +21,7 @@ class ScribeSessionAdmin(ReadOnlyAdmin):
     list_display = ("session_id", "mode", "scenario", "state", "provider", "model", "updated_at")
     list_filter = ("mode", "state")
     search_fields = ("session_id", "scenario")
-    exclude = ("key_secret", "messages")
+    exclude = ("key_secret", "messages", "transcript")
     inlines = (DraftVersionInline,)
 
 

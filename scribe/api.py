@@ -29,6 +29,7 @@ from scribe.services.errors import (
 class SessionCreateSerializer(serializers.Serializer[dict[str, Any]]):
     mode = serializers.ChoiceField(choices=["create", "edit"])
     scenario = serializers.CharField(max_length=120, required=False, allow_blank=True)
+    tier = serializers.ChoiceField(choices=list(sessions.TIERS), required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["mode"] == "edit" and not attrs.get("scenario"):
@@ -85,7 +86,13 @@ class SessionCreateView(OperatorAPIView):
     def post(self, request: Request) -> Response:
         body = _valid(SessionCreateSerializer(data=request.data))
         try:
-            session = sessions.create_session(body["mode"], body.get("scenario") or None)
+            session = sessions.create_session(
+                body["mode"],
+                body.get("scenario") or None,
+                tier=body.get("tier"),
+                # A browser's session names its user; the bare token names nobody.
+                owner=request.user if getattr(request.user, "pk", None) else None,
+            )
         except ScribeError as exc:
             return _refused(exc)
         return Response(sessions.session_view(session), status=status.HTTP_201_CREATED)

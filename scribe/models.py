@@ -6,6 +6,7 @@ terminal) resumes the session exactly, and approval saves one complete tree.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -28,6 +29,17 @@ class ScribeSession(models.Model):
     state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
     # The conversation as the model sees it (OpenAI chat messages, system prompt excluded).
     messages = models.JSONField(default=list)
+    # The conversation as the user saw it: their messages and every streamed line
+    # ({kind, text, name}, ``done`` left out), so a page rebuilds it after a reload.
+    transcript = models.JSONField(default=list)
+    # Who opened it in the console; none for a session opened with the operator token.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="scribe_sessions",
+    )
     key_id = models.BigIntegerField(null=True, blank=True, help_text="Scribe's virtual key")
     # The key's secret, encrypted with the keystore's key: a later message calls with it.
     key_secret = models.BinaryField(blank=True, default=b"", editable=False)

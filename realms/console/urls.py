@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.urls import path
 
 from realms.console.views import (
+    assist,
+    assist_stream,
     editor,
     history,
     home,
@@ -41,6 +43,14 @@ urlpatterns = [
     path("scenarios/<str:name>/delete", editor.delete, name="scenario_delete"),
     path("scenarios/<str:name>/export", editor.export, name="scenario_export"),
     path("scenarios/<str:name>/launch", launch.launch, name="scenario_launch"),
+    path("assist/", assist.index, name="assist"),
+    path("assist/new", assist.start, name="assist_new"),
+    path("assist/<str:session_id>/", assist.session_page, name="assist_session"),
+    path("assist/<str:session_id>/message", assist_stream.message, name="assist_message"),
+    path("assist/<str:session_id>/draft", assist.draft, name="assist_draft"),
+    path("assist/<str:session_id>/validate", assist.validate, name="assist_validate"),
+    path("assist/<str:session_id>/approve", assist.approve, name="assist_approve"),
+    path("assist/<str:session_id>/launch", assist.launch, name="assist_launch"),
     path("skills/", skills.index, name="skills"),
     path("skills/import", skills.import_skill, name="skill_import"),
     path("skills/<str:source>/<str:ref>/", skills.detail, name="skill"),

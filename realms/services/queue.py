@@ -142,6 +142,16 @@ def queue_realm(
         return _consented(launch_realm(path, options), allow_elevated)
 
 
+def queue_package(
+    path: Path, options: LaunchOptions, *, capacity: int, allow_elevated: bool = False
+) -> Realm:
+    """Launch the package folder at ``path`` (one outside the library, such as a Scribe
+    draft) and queue its provisioning, under the same refusals as :func:`queue_realm`."""
+    _check_room(options.realm_id, capacity)
+    with transaction.atomic():
+        return _consented(launch_realm(path, options), allow_elevated)
+
+
 def _library_copy(realm: Realm) -> Path | None:
     """The library's current copy of the scenario a realm was launched from, if it was
     launched from the library (whose folders are content-addressed, so the realm's own
@@ -191,6 +201,7 @@ __all__ = [
     "close_local_worker",
     "open_local_worker",
     "pending_realm_ids",
+    "queue_package",
     "queue_realm",
     "queue_rerun",
 ]

@@ -55,7 +55,7 @@ def start_message(session_id: str, text: str, *, direct: bool = False) -> Scribe
         raise SessionClosed("this session's draft is approved and saved; start a new session")
     if session.state == ScribeSession.State.CAPPED:
         raise SessionClosed(
-            "this session has spent its budget cap; its draft is kept (GET the session), "
+            "this session has spent its budget cap; its draft is kept and can still be read, "
             "and a new session continues with a new cap"
         )
     now = timezone.now()
@@ -69,8 +69,9 @@ def start_message(session_id: str, text: str, *, direct: bool = False) -> Scribe
     if len(text) > MAX_TEXT:
         raise ScribeError(f"text: at most {MAX_TEXT} characters")
     session.messages = [*session.messages, {"role": "user", "content": text}]
+    session.transcript = [*session.transcript, _line("user", text)]
     session.replying_since = now
-    session.save(update_fields=["messages", "replying_since", "updated_at"])
+    session.save(update_fields=["messages", "transcript", "replying_since", "updated_at"])
     history.record(session, "user", text)
     return session
 
@@ -106,9 +107,17 @@ def _parse_call(call: object) -> tuple[str, str, dict[str, Any] | None, str]:
 def reply(
     session: ScribeSession, endpoint: model.Endpoint | None = None
 ) -> Generator[Line, None, None]:
-    """Scribe's answer to the messages so far, as lines; the session is saved as it goes."""
+    """Scribe's answer to the messages so far, as lines; the session is saved as it goes.
+
+    Each line but the last (``done``) is kept in the session's transcript as soon as it
+    is sent, so a page reloaded mid-reply shows what was said so far.
+    """
     try:
-        yield from _reply(session, endpoint or endpoint_of(session))
+        for line in _reply(session, endpoint or endpoint_of(session)):
+            if line["kind"] != "done":
+                session.transcript = [*session.transcript, line]
+                ScribeSession.objects.filter(pk=session.pk).update(transcript=session.transcript)
+            yield line
     finally:
         # Also when the reader went away mid-reply (the generator is closed).
         ScribeSession.objects.filter(pk=session.pk).update(replying_since=None)
@@ -194,7 +203,7 @@ def _reply(session: ScribeSession, endpoint: model.Endpoint) -> Iterator[Line]:
             session.save(update_fields=["failed_proposals", "updated_at"])
             text = (
                 f"the draft still does not validate after {MAX_FAILED_PROPOSALS} proposals; "
-                "it is kept as it is (GET the session for its errors): say what to change"
+                "it is kept as it is, with its errors listed beside it: say what to change"
             )
             yield _line("error", text, "propose_draft")
             break

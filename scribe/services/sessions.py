@@ -28,6 +28,7 @@ from scribe.services.model import Endpoint, gateway_endpoint
 
 # The ledger's realm id for Scribe's keys: not a realm id any realm can have.
 KEY_REALM = "_scribe"
+TIERS = ("small", "medium", "large")
 
 
 def _offline_script() -> str:
@@ -45,6 +46,7 @@ def _mint(
     model: str | None,
     credential_handle: str | None,
     cap_usd: Decimal | None,
+    tier: str | None = None,
 ) -> None:
     try:
         profile = get_profile(
@@ -52,8 +54,9 @@ def _mint(
         )
     except ProfileError as exc:
         raise ScribeError(str(exc)) from exc
-    tier = profile.categories.get(settings.BEARPIT_SCRIBE_TIER) or profile.categories.get("medium")
-    chosen = model or (tier.model if tier else "")
+    wanted = tier or settings.BEARPIT_SCRIBE_TIER
+    picked = profile.categories.get(wanted) or profile.categories.get("medium")
+    chosen = model or (picked.model if picked else "")
     if not chosen:
         raise ScribeError(f"provider {profile.name!r}: defines no model tiers; name a model")
     cap = cap_usd if cap_usd is not None else Decimal(str(settings.BEARPIT_SCRIBE_CAP_USD))
@@ -89,10 +92,20 @@ def create_session(
     credential_handle: str | None = None,
     cap_usd: Decimal | None = None,
     direct_model: str | None = None,
+    tier: str | None = None,
+    owner: Any = None,
 ) -> ScribeSession:
-    """A new session; ``direct_model`` skips the gateway (``pit assist --api-base``)."""
+    """A new session; ``direct_model`` skips the gateway (``pit assist --api-base``).
+
+    ``tier`` picks the profile's tier (``BEARPIT_SCRIBE_TIER`` otherwise); ``owner`` is
+    the console user who opened it (none with the operator token).
+    """
     if mode not in ScribeSession.Mode.values:
         raise ScribeError(f"mode: expected create or edit; got {mode!r}")
+    if tier is not None and tier not in TIERS:
+        raise ScribeError(f"tier: expected one of {', '.join(TIERS)}; got {tier!r}")
+    if cap_usd is not None and cap_usd <= 0:
+        raise ScribeError("cap_usd: must be more than 0")
     name = (scenario or "").strip()
     library.sync_examples()
     saved: dict[str, str] = {}
@@ -110,7 +123,7 @@ def create_session(
             )
         if Scenario.objects.filter(name=name).exists():
             raise ScribeError(f"scenario {name!r} is already in the library; edit it instead")
-    session = ScribeSession(session_id=secrets.token_hex(8), mode=mode, scenario=name)
+    session = ScribeSession(session_id=secrets.token_hex(8), mode=mode, scenario=name, owner=owner)
     if direct_model is not None:
         session.provider, session.model = "direct", direct_model
     else:
@@ -120,6 +133,7 @@ def create_session(
             model=model,
             credential_handle=credential_handle,
             cap_usd=cap_usd,
+            tier=tier,
         )
     session.save()
     if saved:
@@ -177,6 +191,7 @@ def session_view(session: ScribeSession) -> dict[str, Any]:
         "files": files,
         "validation": drafts.check(files),
         "diff": drafts.diff(drafts.saved_files(session), files),
+        "transcript": list(session.transcript),
         "history": history.entries(session.scenario)
         if session.scenario
         else history.of_session(session),
