@@ -357,9 +357,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-# Beat fans out one Warden tick per running realm every BEARPIT_TICK_SECONDS.
+# Beat fans out one Warden tick per running realm every BEARPIT_TICK_SECONDS, and moves
+# the batches the API or the console started along as often.
 CELERY_BEAT_SCHEDULE = {
     "warden-tick-all": {"task": "warden.tick_all", "schedule": BEARPIT_TICK_SECONDS},
+    "batches-advance-all": {"task": "batches.advance_all", "schedule": BEARPIT_TICK_SECONDS},
 }
 # Under the home, not the working directory (read-only in the image); its age is beat's
 # health check (deploy/healthcheck.py).

@@ -17,10 +17,12 @@ import logging
 
 from celery import shared_task
 from celery.signals import worker_process_init, worker_ready
+from django.conf import settings
 
 # The project's app, so that ``task.delay`` from any process goes to the configured broker
 # (without it a shared task binds to Celery's default app and its default broker).
 import bearpit.celery  # noqa: F401
+from realms.batch.service import advance_background_batches
 from realms.services.provision import bring_up_realm
 from realms.services.recovery import recover_realms
 from realms.warden.watch import finish_concluding, queue_ticks, watch_realm
@@ -50,6 +52,13 @@ def provision(realm_id: str) -> str | None:
 def conclude(realm_id: str) -> bool:
     """The teardown of a realm its tick found over (announce, grace, stop, archive)."""
     return finish_concluding(realm_id)
+
+
+@shared_task(name="batches.advance_all", ignore_result=True)
+def advance_batches() -> int:
+    """Move every batch the API or the console started along (beat's entry point): queue
+    the runs that have room, and write the report of a batch whose runs have all ended."""
+    return len(advance_background_batches(settings.BEARPIT_MAX_ACTIVE_REALMS))
 
 
 @worker_ready.connect
