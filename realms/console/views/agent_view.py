@@ -88,6 +88,7 @@ def _calls(realm_id: str, agent: str) -> list[dict[str, Any]]:
         {
             "event": pk,
             "clock": realm_page.clock(ts),
+            "ts": ts,
             "turn": p.get("turn") if isinstance(p, dict) else None,
             "step": p.get("step") if isinstance(p, dict) else None,
         }
@@ -95,12 +96,34 @@ def _calls(realm_id: str, agent: str) -> list[dict[str, Any]]:
     ]
 
 
-def _transcript(realm_id: str, upto_ms: int | None) -> list[dict[str, Any]]:
-    before = None if upto_ms is None else (upto_ms + 1, 0)
+def _transcript(
+    realm_id: str, call_ms: int | None, until_ms: int | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The transcript before the call, and what was posted after it until the agent's
+    next call (its own answer among it). A message reaches the Chronicle a moment after
+    the agent reads it, so one shown just after the call may be one it saw."""
+    before = None if until_ms is None else (until_ms, 0)
     rows = realm_page.message_window(realm_id, before)[-TRANSCRIPT:]
-    return realm_page.message_items(
+    items = realm_page.message_items(
         rows, realm_page.colours(realm_id), realm_page.channels(realm_id)
     )
+    if call_ms is None:
+        return items, []
+    return [m for m in items if m["ts"] <= call_ms], [m for m in items if m["ts"] > call_ms]
+
+
+def _response(view: AgentView) -> list[tuple[str, str]]:
+    """The call's outcome as short facts: how it finished, its tokens, how long it took."""
+    data = view.response or {}
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    facts = [
+        ("finish", data.get("finish_reason")),
+        ("tokens in", usage.get("prompt_tokens")),
+        ("tokens out", usage.get("completion_tokens")),
+        ("latency", f"{data['latency_ms']} ms" if data.get("latency_ms") is not None else None),
+        ("error", data.get("error") or data.get("message")),
+    ]
+    return [(name, str(value)) for name, value in facts if value not in (None, "")]
 
 
 @operator_required
@@ -120,7 +143,8 @@ def view(request: HttpRequest, realm_id: str, agent: str) -> HttpResponse:
         try:
             moment = parse_moment(realm_id, at[:64])
         except BadMoment as exc:
-            context.update(bad_at=str(exc), transcript=_transcript(realm_id, None))
+            transcript, _ = _transcript(realm_id, None, None)
+            context.update(bad_at=str(exc), transcript=transcript)
             return render(request, "console/realm/agent_view.html", context, status=400)
     seen = agent_view(realm_id, agent, moment)
     calls = context["calls"]
@@ -137,6 +161,10 @@ def view(request: HttpRequest, realm_id: str, agent: str) -> HttpResponse:
         history=[_message(m) for m in seen.history] if seen else [],
         reply=_reply(seen) if seen else None,
         clock=realm_page.clock(seen.ts_ms) if seen else "",
-        transcript=_transcript(realm_id, seen.ts_ms if seen else moment.ts_ms if moment else None),
+        facts=_response(seen) if seen else [],
     )
+    call_ms = seen.ts_ms if seen else moment.ts_ms if moment else None
+    later = context["next"]
+    until = later["ts"] if later else None
+    context["transcript"], context["after"] = _transcript(realm_id, call_ms, until)
     return render(request, "console/realm/agent_view.html", context)
