@@ -3,6 +3,12 @@
 // same without a script).
 (function () {
   "use strict";
+  // The transcript opens at the call, with what came just before it in view.
+  const marker = document.getElementById("call-marker");
+  if (marker) {
+    const box = marker.closest(".transcript");
+    box.scrollTop = Math.max(0, marker.offsetTop - box.offsetTop - box.clientHeight / 2);
+  }
   const slider = document.getElementById("call-slider");
   if (!slider) return;
   const events = slider.dataset.events.split(",");

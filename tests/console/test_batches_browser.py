@@ -56,17 +56,20 @@ def test_a_console_batch_runs_to_its_end_and_shows_k_of_n(page: Page, served: Se
     expect(page.locator("#batch-state")).to_contain_text("0 of 2 runs ended")
     assert_accessible(page, "batch-running")
 
-    # Nobody reads the batch from here on but the database: the server drives it.
+    # Nobody reads the batch but the database until its first run has ended and the
+    # server has queued the second: the server drives it.
     page.goto("about:blank")
     deadline = time.monotonic() + 300
-    while _batch_row(served, batch_id)[0] != "finished":
+    while _batch_row(served, batch_id)[1].count('"realm_id": "toolcheck-') < 2:
         assert time.monotonic() < deadline, served.output()[-3000:]
-        time.sleep(2)
-    runs = _batch_row(served, batch_id)[1]
-    assert runs.count('"realm_id": "toolcheck-') == 2, runs
+        time.sleep(1)
 
+    # Its page follows it live, without a reload, to its end.
     page.goto(f"{served.base_url}/batches/{batch_id}/")
-    expect(page.locator("#batch-state")).to_contain_text("finished")
+    page.evaluate("window.__same_page = true")
+    expect(page.locator("#batch-state")).to_contain_text("finished", timeout=240_000)
+    assert page.evaluate("window.__same_page === true")
+    assert _batch_row(served, batch_id)[0] == "finished"
     expect(page.locator("#batch-k")).to_contain_text("2 of 2 reached the intended ending")
     expect(page.locator("#batch-k")).to_contain_text("95% interval (Wilson) 34% to 100%")
     assert page.locator("table.runs tbody tr").count() == 2
@@ -88,6 +91,10 @@ def test_a_console_batch_runs_to_its_end_and_shows_k_of_n(page: Page, served: Se
     expect(page.locator("#system-prompt")).to_have_text(seen["system"])
     expect(page.locator("#call-h")).to_be_visible()
     expect(page.locator("#history > li")).to_have_count(len(seen["history"]))
+    # Beside it, the transcript split at the call: its own line was posted after it.
+    expect(page.locator("#call-marker")).to_be_in_viewport()
+    assert seen["reply"]["content"], seen["reply"]
+    expect(page.locator("#transcript-after")).to_contain_text(seen["reply"]["content"])
     assert_accessible(page, "agent-view")
 
     # The slider picks the first call: the page becomes that call's view.

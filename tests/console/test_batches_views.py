@@ -114,6 +114,12 @@ def test_the_batch_moves_on_with_nobody_reading_it(operator, scenario, local_wor
     own = create_batch(BatchRequest(package=PACKAGE, count=1, parameters={"ending": "win"}))
 
     interrupt_realm(first, "the worker stopped")
+    # Reading the batch's pages drives nothing.
+    for url in ("/batches/", f"/batches/{batch.batch_id}/", f"/batches/{batch.batch_id}/live"):
+        assert operator.get(url).status_code == 200
+    batch.refresh_from_db()
+    assert batch.runs[0]["realm_id"] == first and drained(local_worker) == []
+
     app.loader.import_default_modules()
     app.tasks["batches.advance_all"].apply(throw=True)
 
