@@ -115,7 +115,8 @@ def _transcript(
 def _response(view: AgentView) -> list[tuple[str, str]]:
     """The call's outcome as short facts: how it finished, its tokens, how long it took."""
     data = view.response or {}
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    found = data.get("usage")
+    usage: dict[str, Any] = found if isinstance(found, dict) else {}
     facts = [
         ("finish", data.get("finish_reason")),
         ("tokens in", usage.get("prompt_tokens")),
