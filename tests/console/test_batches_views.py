@@ -7,6 +7,7 @@ run, and leaves a pit_batch process's own batch alone."""
 
 from __future__ import annotations
 
+import html
 import queue
 from pathlib import Path
 
@@ -14,11 +15,15 @@ import pytest
 from django.conf import settings
 
 from bearpit.celery import app
+from chronicle.kinds import Kind
 from ledger.services.profiles import seed_profiles
-from realms.batch.service import BatchRequest, create_batch
+from realms.batch.service import BatchRequest, advance_batch, create_batch, record_realm
+from realms.batch.stats import wilson
 from realms.library import services as library
 from realms.models import Batch, Realm
 from realms.services.conclude import interrupt_realm
+from tests.chronicle.realmkit import event
+from tests.fixtures.realms import build_realm
 from tests.realms.api.conftest import drained
 
 # The hand-off to the worker happens when the launch commits: real transactions.
@@ -129,3 +134,23 @@ def test_the_batch_moves_on_with_nobody_reading_it(operator, scenario, local_wor
     assert drained(local_worker) == [rerun]
     own.refresh_from_db()
     assert own.runs[0]["realm_id"] is None
+
+
+def test_a_finished_batch_shows_k_of_n_with_its_interval(operator, scenario):
+    batch = create_batch(BatchRequest(package=PACKAGE, count=2, grid={"ending": ["win", "lose"]}))
+    for index, kind in enumerate(("message", "duration")):
+        realm = build_realm(f"ended-{index}-abc123", state=Realm.State.ARCHIVED)
+        event(realm.realm_id, Kind.LIFECYCLE, {"event": "concluding", "reason": kind}, 2_000)
+        record_realm(batch.batch_id, index, realm.realm_id)
+    assert advance_batch(batch.batch_id, 10).state == "finished"
+
+    page = html.unescape(operator.get(f"/batches/{batch.batch_id}/").content.decode())
+    interval = wilson(1, 2)
+    low, high = interval.low, interval.high
+    assert "1 of 2</strong> reached the intended ending: <strong>50%</strong>" in page
+    assert f"95% interval (Wilson) <strong>{low:.0%} to {high:.0%}</strong>" in page
+    assert "hx-trigger" not in page  # nothing left to poll for
+    assert 'href="/realms/ended-0-abc123/"' in page and 'href="/realms/ended-1-abc123/"' in page
+    assert "<code>ending=win</code>" in page and "<code>duration</code>" in page
+    listing = html.unescape(operator.get("/batches/").content.decode())
+    assert f'1 of 2</strong> <span class="small">({low:.0%} to {high:.0%}' in listing

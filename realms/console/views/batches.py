@@ -8,6 +8,7 @@ pages only read it; the detail page polls its progress partial while the batch r
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.conf import settings
@@ -16,7 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from realms.api.batches import BATCH_ID
-from realms.batch.report import summary
+from realms.batch.report import batch_dir, summary
 from realms.batch.service import BatchError, progress, start_library_batch
 from realms.console.access import operator_required
 from realms.console.batch_form import BatchForm
@@ -71,11 +72,26 @@ def _rate(rate: dict[str, Any]) -> dict[str, Any]:
     return {**rate, "shown": _pct(rate.get("rate")), "low": _pct(low), "high": _pct(high)}
 
 
+def _report(batch: Batch) -> dict[str, Any]:
+    """The batch report: the one written when it finished (its realms no longer change),
+    else the report so far, from the Chronicle."""
+    if batch.state == Batch.State.FINISHED:
+        written = batch_dir(batch.batch_id) / "report.json"
+        try:
+            data: dict[str, Any] = json.loads(written.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+        else:
+            if data.get("batch_id") == batch.batch_id and data.get("state") == "finished":
+                return data
+    return summary(batch)
+
+
 def _listing() -> list[dict[str, Any]]:
     rows = []
     for batch in Batch.objects.all()[:WINDOW]:
         state = progress(batch)
-        data = summary(batch)
+        data = _report(batch)
         rows.append(
             {
                 "batch": batch,
@@ -97,7 +113,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 def _detail_context(batch: Batch) -> dict[str, Any]:
     state = progress(batch)
-    report = summary(batch)
+    report = _report(batch)
     rate = _rate(report["intended"])
     return {
         "nav": "batches",
