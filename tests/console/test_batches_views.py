@@ -75,6 +75,7 @@ def test_a_batch_started_from_the_form_queues_its_first_run_and_shows_its_page(
     assert "<html" not in live and 'id="batch-report"' in live
     listing = operator.get("/batches/").content.decode()
     assert f'href="/batches/{batch.batch_id}/"' in listing and "two-endings" in listing
+    assert 'href="/scenarios/two-endings/batch"' in listing
     # Reading the pages queued nothing.
     assert drained(local_worker) == []
 

@@ -107,7 +107,9 @@ def _listing() -> list[dict[str, Any]]:
 @operator_required
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
-    context = {"nav": "batches", "rows": _listing(), "window": WINDOW}
+    library.sync_examples()  # as the scenarios page does: examples added since are listed
+    names = sorted({s.name for s in library.list_scenarios()})
+    context = {"nav": "batches", "rows": _listing(), "window": WINDOW, "scenarios": names}
     return render(request, "console/batches/index.html", context)
 
 
