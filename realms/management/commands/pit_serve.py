@@ -2,9 +2,10 @@
 
 It starts what ``pit_up`` starts, serves the platform's app on ``--host``/``--port`` for a
 browser and for scripts, and does a worker's part in the background: it recovers the
-realms a previous run left live, provisions each realm ``POST /api/realms`` launches, and
-ticks every running realm. It prints the URL that logs the operator in, then a line per
-phase, until Ctrl-C or SIGTERM.
+realms a previous run left live, provisions each realm ``POST /api/realms`` launches,
+ticks every running realm, and moves the batches the API and the console start along.
+It prints the URL that logs the operator in, then a line per phase, until Ctrl-C or
+SIGTERM.
 """
 
 from __future__ import annotations
