@@ -74,7 +74,8 @@ def test_bad_moments_unknown_agents_and_realms(operator, calls):
     assert Client().get(URL).status_code == 403
 
 
-def test_the_realm_page_links_each_agent_to_its_view(operator, calls):
-    page = text(operator.get(f"/realms/{REALM}/"))
-    assert f'href="/realms/{REALM}/agents/pong/view"' in page
-    assert f'href="/realms/{REALM}/agents/ping/view"' in page
+def test_the_realm_page_and_the_history_link_each_agent_to_its_view(operator, calls):
+    for url in (f"/realms/{REALM}/", f"/history/{REALM}/report"):
+        page = text(operator.get(url))
+        assert f'href="/realms/{REALM}/agents/pong/view"' in page, url
+        assert f'href="/realms/{REALM}/agents/ping/view"' in page, url
