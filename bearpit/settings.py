@@ -366,11 +366,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-# Beat fans out one Warden tick per running realm every BEARPIT_TICK_SECONDS.
+# Beat fans out one Warden tick per running realm every BEARPIT_TICK_SECONDS, and moves
+# the batches the API or the console started along as often.
 CELERY_BEAT_SCHEDULE = {
     "warden-tick-all": {"task": "warden.tick_all", "schedule": BEARPIT_TICK_SECONDS},
     # A surviving host looks for hosts whose heartbeat stopped (realms/hosts/dead.py).
     "hosts-check": {"task": "hosts.check", "schedule": BEARPIT_HOST_HEARTBEAT_S},
+    "batches-advance-all": {"task": "batches.advance_all", "schedule": BEARPIT_TICK_SECONDS},
 }
 # A task that touches a realm's sandboxes goes to its host's own queue, ``host.<id>``;
 # every worker consumes the shared queue and its own (realms/hosts/routing.py).

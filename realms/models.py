@@ -199,6 +199,10 @@ class Batch(models.Model):
     intended = models.JSONField(default=list, help_text="termination kinds that count as k")
     runs = models.JSONField(default=list)
     state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
+    background = models.BooleanField(
+        default=False,
+        help_text="driven by the server (pit_serve, Celery beat), not by a pit_batch process",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

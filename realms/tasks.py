@@ -31,6 +31,7 @@ from django.conf import settings
 # (without it a shared task binds to Celery's default app and its default broker).
 import bearpit.celery  # noqa: F401
 from bearpit.production import HOST_ID_REQUIRED
+from realms.batch.service import advance_background_batches
 from realms.hosts.dead import check_hosts, come_back
 from realms.hosts.packages import localize_package
 from realms.hosts.placement import Claim, claim_realm
@@ -100,6 +101,13 @@ def _consume_host_queue(sender: str, instance: Any, **_: object) -> None:
             os._exit(2)  # a signal handler's exception would only be logged
         return
     instance.app.amqp.queues.select_add(host_queue(host_id))
+
+
+@shared_task(name="batches.advance_all", ignore_result=True)
+def advance_batches() -> int:
+    """Move every batch the API or the console started along (beat's entry point): queue
+    the runs that have room, and write the report of a batch whose runs have all ended."""
+    return len(advance_background_batches(settings.BEARPIT_MAX_ACTIVE_REALMS))
 
 
 @worker_ready.connect

@@ -1,10 +1,11 @@
 """``/api/batches``: start a batch of realms of one library scenario, and read it.
 
 The API's batch runs its realms where the API's realms run (the Celery workers, or the
-``pit_serve`` process, which provisions and ticks them). The batch itself moves on when
-it is read: each ``GET`` queues the runs that now have room and, once every run has
-ended, writes the report. A script or the console polling the batch drives it to its
-end; a restarted server loses nothing, since the row lists every run's realm.
+``pit_serve`` process, which provisions and ticks them). The batch itself moves on in
+the background, by the server's batch driver (``pit_serve``) or Celery beat's
+``batches.advance_all``: it queues the runs that now have room and, once every run has
+ended, writes the report. A ``GET`` moves it on too, so a read is never behind; a
+restarted server loses nothing, since the row lists every run's realm.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import re
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -27,13 +27,12 @@ from realms.batch.report import summary
 from realms.batch.service import (
     MAX_RUNS,
     BatchError,
-    BatchRequest,
+    LibraryBatch,
     advance_batch,
-    create_batch,
     progress,
+    start_library_batch,
 )
-from realms.library import services as library
-from realms.models import Batch, Realm, Scenario
+from realms.models import Batch, Realm
 from realms.services.queue import LaunchError, QueueRefused
 
 BATCH_ID = re.compile(r"batch-[a-z0-9-]{1,74}")
@@ -112,17 +111,7 @@ class BatchListView(OperatorAPIView):
     def post(self, request: Request) -> Response:
         data = parse(BatchStart, request.data)
         try:
-            scenario = library.resolve(data["package"])
-        except library.LibraryError:
-            library.sync_examples()
-            try:
-                scenario = library.resolve(data["package"])
-            except library.LibraryError as exc:
-                return refusal(404, str(exc))
-        try:
-            # One transaction: a batch whose first runs cannot be queued is not kept.
-            with transaction.atomic():
-                batch = self._start(data, scenario)
+            batch = self._start(data)
         except BatchError as exc:
             return Response(
                 {"error": "batch refused", "problems": exc.problems},
@@ -137,20 +126,17 @@ class BatchListView(OperatorAPIView):
             )
         return Response(_answer(batch), status=status.HTTP_201_CREATED)
 
-    def _start(self, data: dict[str, Any], scenario: Scenario) -> Batch:
-        batch = create_batch(
-            BatchRequest(
-                package=library.materialize(scenario),
-                count=data["n"],
-                concurrency=data["concurrency"],
-                parameters={k: _text(v) for k, v in data["parameters"].items()},
-                grid={k: [_text(v) for v in vs] for k, vs in data["grid"].items()},
-                provider=data["provider"],
-                intended=data["intended"],
-                package_name=data["package"],
-            )
+    def _start(self, data: dict[str, Any]) -> Batch:
+        asked = LibraryBatch(
+            name=data["package"],
+            count=data["n"],
+            concurrency=data["concurrency"],
+            parameters={k: _text(v) for k, v in data["parameters"].items()},
+            grid={k: [_text(v) for v in vs] for k, vs in data["grid"].items()},
+            provider=data["provider"],
+            intended=data["intended"],
         )
-        return advance_batch(batch.batch_id, settings.BEARPIT_MAX_ACTIVE_REALMS)
+        return start_library_batch(asked, settings.BEARPIT_MAX_ACTIVE_REALMS)
 
 
 class BatchDetailView(OperatorAPIView):

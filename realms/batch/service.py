@@ -3,14 +3,21 @@
 A batch is planned once: its runs, each with the parameter values it launches with (the
 shared values, then one cell of the grid, cycled in order). The plan is stored on the
 ``Batch`` row before anything launches, and each run's realm id is written the moment
-the realm exists, so whoever continues the batch (a resumed ``pit_batch``, the API's
-follower) knows exactly which runs are done, which are live and which never started.
+the realm exists, so whoever continues the batch (a resumed ``pit_batch``, the
+server's driver) knows exactly which runs are done, which are live and which never
+started.
+
+A batch the API or the console starts is the server's to drive (``background``): the
+``pit_serve`` process's batch driver, or Celery beat's ``batches.advance_all``, calls
+:func:`advance_background_batches` every tick period, so it runs to its end with nobody
+reading it. A batch ``pit_batch`` runs is that process's own, and is left alone.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import logging
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from realms.batch.report import write_report
+from realms.library import services as library
 from realms.models import Batch, Realm
 from realms.packages.parameters import (
     missing_parameters,
@@ -30,6 +38,8 @@ from realms.packages.parameters import (
 from realms.packages.schema.project import TERMINATION_TYPES
 from realms.services.launch import LaunchError, LaunchOptions, load_project, realm_slug
 from realms.services.queue import QueueRefused, queue_realm
+
+log = logging.getLogger(__name__)
 
 # What counts as "reached the intended ending" when a package does not say: an ending
 # the scenario itself produced, as opposed to a limit, a stall or an operator.
@@ -58,6 +68,8 @@ class BatchRequest:
     intended: Sequence[str] | None = None
     package_name: str | None = None
     """The library name the API launched from; the package folder's name otherwise."""
+    background: bool = False
+    """Whether the server drives it (the API's and the console's batches)."""
 
 
 def intended_endings(package: Path, override: Sequence[str] | None = None) -> list[str]:
@@ -163,6 +175,7 @@ def create_batch(request: BatchRequest) -> Batch:
         provider=request.provider,
         intended=intended,
         runs=plan_runs(request.count, shared, grid),
+        background=request.background,
     )
 
 
@@ -214,14 +227,67 @@ def finish_batch(batch_id: str) -> Batch:
     return batch
 
 
+@dataclass(frozen=True)
+class LibraryBatch:
+    """A batch of a library scenario, as the API and the console ask for one."""
+
+    name: str
+    count: int
+    concurrency: int = 1
+    parameters: Mapping[str, str] | None = None
+    grid: Mapping[str, Sequence[str]] | None = None
+    provider: str = ""
+    intended: Sequence[str] | None = None
+
+
+def start_library_batch(asked: LibraryBatch, capacity: int) -> Batch:
+    """Start a batch of a library scenario (the API's and the console's): plan it, queue
+    its first runs, and leave the rest to the server's driver. One transaction: a batch
+    whose first runs cannot be queued is not kept.
+
+    Raises :class:`BatchError` (bad request), ``QueueRefused`` (404 unknown scenario, 429
+    at capacity, 503 no worker) or ``LaunchError`` (a launch the package refuses)."""
+    try:
+        scenario = library.resolve(asked.name)
+    except library.LibraryError:
+        library.sync_examples()  # a bundled example not listed yet
+        try:
+            scenario = library.resolve(asked.name)
+        except library.LibraryError as exc:
+            raise QueueRefused(404, str(exc)) from exc
+    request = BatchRequest(
+        package=library.materialize(scenario),
+        count=asked.count,
+        concurrency=asked.concurrency,
+        parameters=asked.parameters,
+        grid=asked.grid,
+        provider=asked.provider,
+        intended=asked.intended,
+        package_name=asked.name,
+        background=True,
+    )
+    with transaction.atomic():
+        batch = create_batch(request)
+        return advance_batch(batch.batch_id, capacity)
+
+
 def advance_batch(batch_id: str, capacity: int) -> Batch:
     """Move a batch the API started along: queue runs while it has room (its own
     concurrency and the installation's capacity), and once every run has ended, finish
     it and write its report. The realms themselves are provisioned and ticked by
-    whatever runs the API's realms (the workers, or ``pit_serve``)."""
-    batch = Batch.objects.get(batch_id=batch_id)
-    if batch.state == Batch.State.FINISHED:
-        return batch
+    whatever runs the API's realms (the workers, or ``pit_serve``).
+
+    The batch's row is locked while it moves, so two callers at once (the driver and a
+    read of the API) never queue the same run twice."""
+    with transaction.atomic():
+        batch = Batch.objects.select_for_update().get(batch_id=batch_id)
+        if batch.state == Batch.State.FINISHED:
+            return batch
+        return _advance(batch, capacity)
+
+
+def _advance(batch: Batch, capacity: int) -> Batch:
+    batch_id = batch.batch_id
     state = progress(batch)
     live = len(state.live)
     for index in sorted(state.rerun + state.unstarted):
@@ -248,3 +314,22 @@ def advance_batch(batch_id: str, capacity: int) -> Batch:
         batch = finish_batch(batch_id)
         write_report(batch)
     return batch
+
+
+def background_batch_ids() -> list[str]:
+    """The batches the server drives that have not finished, oldest first."""
+    rows = Batch.objects.filter(background=True, state=Batch.State.RUNNING)
+    return list(rows.order_by("created_at", "id").values_list("batch_id", flat=True))
+
+
+def advance_background_batches(capacity: int) -> dict[str, str]:
+    """One pass of the server's batch driver: advance every batch it drives. A batch that
+    cannot move now (its scenario gone from the library, nothing to run its realms) is
+    logged and tried again on the next pass; the others still move. Batch id → state."""
+    states = {}
+    for batch_id in background_batch_ids():
+        try:
+            states[batch_id] = str(advance_batch(batch_id, capacity).state)
+        except (QueueRefused, LaunchError) as exc:
+            log.warning("batch %s cannot move on now: %s", batch_id, exc)
+    return states

@@ -12,8 +12,10 @@ from typing import Any
 
 from django import forms
 
+from ledger.services.profiles import active_provider_name, all_profiles
 from realms.packages.parameters import ParameterInfo, missing_parameters, value_problem
-from realms.services.launch import LaunchOptions
+from realms.services.launch import LaunchError, LaunchOptions
+from realms.services.providers import choose_provider
 
 PREFIX = "param-"
 _MISSING = "required parameters have no value"
@@ -33,7 +35,8 @@ def _bounds(param: ParameterInfo) -> str:
     return f"at most {high:g}" if high is not None else ""
 
 
-def _field(param: ParameterInfo) -> forms.Field:
+def parameter_field(param: ParameterInfo) -> forms.Field:
+    """The form field of one package parameter (the launch form's and the batch form's)."""
     help_text = param.description or ""
     if _bounds(param):
         help_text = f"{help_text} ({_bounds(param)})" if help_text else _bounds(param).capitalize()
@@ -64,6 +67,26 @@ def _field(param: ParameterInfo) -> forms.Field:
     )
 
 
+def _default_provider() -> str:
+    try:
+        choice = choose_provider(None)
+    except LaunchError:
+        return f"{active_provider_name()}, which cannot be called now"
+    return f"{choice.name}, none configured" if choice.note else choice.name
+
+
+def provider_field() -> forms.ChoiceField:
+    """The provider profile a launch resolves its tiers against; empty is the default a
+    launch without one gets (the active profile, or offline on a fresh installation)."""
+    names = sorted(all_profiles())
+    return forms.ChoiceField(
+        label="Provider",
+        choices=[("", f"Default ({_default_provider()})"), *((n, n) for n in names)],
+        required=False,
+        help_text="The profile each agent's tier, model and price come from.",
+    )
+
+
 class LaunchForm(forms.Form):
     realm_id = forms.CharField(
         label="Realm id",
@@ -87,9 +110,10 @@ class LaunchForm(forms.Form):
         self.parameters = parameters
         self.elevated = elevated
         for param in parameters:
-            field = _field(param)
+            field = parameter_field(param)
             field.initial = param.default
             self.fields[field_name(param)] = field
+        self.fields["provider"] = provider_field()
         if any(param.required for param in parameters):
             self.fields["allow_missing_parameters"] = forms.BooleanField(
                 label="Launch even if a required parameter is left empty (it is then empty text)",
@@ -105,7 +129,7 @@ class LaunchForm(forms.Form):
         return [(param, self[field_name(param)]) for param in self.parameters]
 
     def option_fields(self) -> list[forms.BoundField]:
-        names = ["realm_id", "free_response", "allow_missing_parameters"]
+        names = ["realm_id", "provider", "free_response", "allow_missing_parameters"]
         return [self[name] for name in names if name in self.fields]
 
     def clean(self) -> dict[str, Any]:
@@ -144,6 +168,7 @@ class LaunchForm(forms.Form):
             parameters=values,
             allow_missing_parameters=bool(data.get("allow_missing_parameters")),
             free_response=bool(data.get("free_response")),
+            provider=data.get("provider") or None,
         )
 
     def consent_field(self) -> forms.BoundField | None:

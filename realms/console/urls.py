@@ -5,8 +5,10 @@ from __future__ import annotations
 from django.urls import path
 
 from realms.console.views import (
+    agent_view,
     assist,
     assist_stream,
+    batches,
     editor,
     history,
     home,
@@ -33,6 +35,7 @@ urlpatterns = [
     path("realms/<str:realm_id>/message", realm_actions.message, name="realm-message"),
     path("realms/<str:realm_id>/stop", realm_actions.stop, name="realm-stop"),
     path("realms/<str:realm_id>/rerun", realm_actions.rerun, name="realm-rerun"),
+    path("realms/<str:realm_id>/agents/<str:agent>/view", agent_view.view, name="agent-view"),
     path("scenarios/", scenarios.index, name="scenarios"),
     path("scenarios/new", editor.create, name="scenario_new"),
     path("scenarios/import", imports.import_package, name="scenario_import"),
@@ -51,6 +54,8 @@ urlpatterns = [
     path("assist/<str:session_id>/validate", assist.validate, name="assist_validate"),
     path("assist/<str:session_id>/approve", assist.approve, name="assist_approve"),
     path("assist/<str:session_id>/launch", assist.launch, name="assist_launch"),
+    path("scenarios/<str:name>/forecast", launch.forecast, name="scenario_forecast"),
+    path("scenarios/<str:name>/batch", batches.start, name="scenario_batch"),
     path("skills/", skills.index, name="skills"),
     path("skills/import", skills.import_skill, name="skill_import"),
     path("skills/<str:source>/<str:ref>/", skills.detail, name="skill"),
@@ -60,6 +65,9 @@ urlpatterns = [
     path("history/<str:realm_id>/report", history.report, name="history-report"),
     path("history/<str:realm_id>/transcript", history.transcript, name="history-transcript"),
     path("history/<str:realm_id>/rerun", history.rerun, name="history-rerun"),
+    path("batches/", batches.index, name="batches"),
+    path("batches/<str:batch_id>/", batches.detail, name="batch"),
+    path("batches/<str:batch_id>/live", batches.live, name="batch-live"),
     path("settings/", settings.settings_page, name="settings"),
     path("settings/provider", settings.provider, name="settings-provider"),
     path("settings/tiers/<str:name>", settings.tiers, name="settings-tiers"),

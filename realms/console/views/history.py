@@ -83,7 +83,12 @@ def _known(realm_id: str) -> bool:
 def report(request: HttpRequest, realm_id: str) -> HttpResponse:
     if not _known(realm_id):
         return _unknown(request, realm_id)
-    context = {"nav": "history", "realm_id": realm_id, "report": render_report(realm_id)}
+    context = {
+        "nav": "history",
+        "realm_id": realm_id,
+        "report": render_report(realm_id),
+        "roster": selectors.realm_plan(realm_id).roster,
+    }
     return render(request, "console/history_report.html", context)
 
 

@@ -2,9 +2,10 @@
 
 It starts what ``pit_up`` starts, serves the platform's app on ``--host``/``--port`` for a
 browser and for scripts, and does a worker's part in the background: it recovers the
-realms a previous run left live, provisions each realm ``POST /api/realms`` launches, and
-ticks every running realm. It prints the URL that logs the operator in, then a line per
-phase, until Ctrl-C or SIGTERM.
+realms a previous run left live, provisions each realm ``POST /api/realms`` launches,
+ticks every running realm, and moves the batches the API and the console start along.
+It prints the URL that logs the operator in, then a line per phase, until Ctrl-C or
+SIGTERM.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from django.http.request import validate_host
 
 from bearpit.auth import LOGIN_PATH, QUERY_TOKEN, api_token, ensure_operator
 from bearpit.server import PlatformServer
+from realms.batch.background import BatchDriver
 from realms.embedded.platform import EmbeddedPlatform
 from realms.management.foreground import ForegroundCommand
 from realms.management.quiet import quiet_logs
@@ -215,6 +217,7 @@ class Command(ForegroundCommand):
         server: PlatformServer | None = None
         ticker: Ticker | None = None
         provisioner: Provisioner | None = None
+        batches: BatchDriver | None = None
         try:
             self.say("start: database, homeserver, gateway, realmtools")
             if not self.start_platform(platform):
@@ -230,6 +233,7 @@ class Command(ForegroundCommand):
                 raise CommandError(str(exc).splitlines()[0]) from exc
             ticker = Ticker(settings.BEARPIT_TICK_SECONDS, self.say).start()
             provisioner = Provisioner(self.say).start()
+            batches = BatchDriver(settings.BEARPIT_TICK_SECONDS, self.say).start()
             shown = url_host(host)
             self.say(f"serve: http://{shown}:{server.port}/ (the admin /admin/, the API /api/)")
             if not validate_host(shown, settings.ALLOWED_HOSTS):
@@ -239,6 +243,8 @@ class Command(ForegroundCommand):
                 pass
             self.say("stopping: realms still running are left for the next start to recover")
         finally:
+            if batches is not None:
+                batches.stop()
             if provisioner is not None:
                 provisioner.stop()
             if ticker is not None:
