@@ -46,6 +46,13 @@ REALMTOOLS_VERBS = frozenset(
         "task_complete",
         "task_block",
         "task_assign",
+        # schedules and background jobs
+        "schedule",
+        "schedule_cancel",
+        "schedule_list",
+        "job_status",
+        "job_output",
+        "job_kill",
     }
 )
 
