@@ -3,8 +3,8 @@
 In order: kill the background jobs → stop the sandboxes → revoke the keys → ingest the
 last traces → capture the declared outputs (one OUTPUT event per file) → release the
 sandboxes → read the bus back → close the bus. Every step is idempotent, so a teardown
-a crash cut short can run again. A step that fails is chronicled as ``teardown_error`` (its step and what went wrong) and
-never keeps the next ones from running.
+a crash cut short can run again. A step that fails is chronicled as ``teardown_error``
+(its step and what went wrong) and never keeps the next ones from running.
 """
 
 from __future__ import annotations
