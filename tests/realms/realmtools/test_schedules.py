@@ -92,7 +92,7 @@ def test_schedules_are_checked_up_front_and_bounded_per_agent(realms) -> None:
     assert not Event.objects.filter(realm_id=realm.realm_id, kind=Kind.SCHEDULE).exists()
 
     first = orin.call("schedule", note="stretch", every="1h")
-    assert first["scheduled"]["every"] == "1h" and 3590 <= first["scheduled"]["next_due_in_s"]
+    assert first["scheduled"]["every"] == "1h" and first["scheduled"]["next_due_in_s"] >= 3590
     assert "scheduled" in orin.call("schedule", note="again", cron="*/5 * * * *")
     third = orin.call("schedule", note="one too many", after="5m")
     assert "this realm's limit" in third["error"]
