@@ -42,3 +42,6 @@ def test_a_jobs_end_and_a_due_schedule_wake_an_idle_agent(tmp_path: Path) -> Non
     # The agent acted on both wakes: it read the job's output, then wrote the report.
     called = [t["data"].get("name") for t in chron.kinds("trace") if t.get("type") == "tool_call"]
     assert called == ["run_code", "schedule", "job_output", "run_code"]
+    text = (run.realm_dir / "archive" / "report.md").read_text(encoding="utf-8")
+    assert "## Schedules" in text and "1. keeper, after 20s: check the kettle — due 1" in text
+    assert "## Background jobs" in text and "1. keeper: exit code 0" in text
