@@ -472,7 +472,7 @@ def _wake_mechanic_rules(
         errors.append(
             problem(manifest, f"{base}.kind", f"a project declares at most one {mechanic.kind}")
         )
-    for name in ("ruleset", "machine", "lease", "leads"):
+    for name in ("ruleset", "machine"):
         if getattr(mechanic, name) is not None:
             errors.append(
                 problem(manifest, f"{base}.{name}", f"a {mechanic.kind} mechanic takes no {name}")
