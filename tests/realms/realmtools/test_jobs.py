@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -138,3 +139,16 @@ def test_without_the_mechanic_there_are_no_background_jobs(realms) -> None:
         "error": "this realm does not run background jobs; call run_code without background"
     }
     assert not Job.objects.filter(realm=realm).exists()
+
+
+def test_racing_calls_never_run_more_jobs_than_the_bound(realms, sandboxed) -> None:
+    orin = realms.agent(sandboxed, "orin")
+    code = "import time; time.sleep(20)"
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(
+            pool.map(lambda _: orin.call("run_code", code=code, background=True), range(4))
+        )
+    started = [a for a in answers if "job" in a]
+    assert len(started) == 1
+    assert all("this realm's limit" in a["error"] for a in answers if "job" not in a)
+    assert Job.objects.filter(realm=sandboxed).count() == 1
