@@ -187,6 +187,7 @@ def test_a_wake_is_acknowledged_only_once_the_runtime_read_it(realms) -> None:
     assert to_deliver(realm.realm_id, []) == []  # not again before REDELIVER_S
     # The runtime took the post into a turn that died before its model answered: no ack.
     _trace(realm.realm_id, "orin", 1, "wake", source=["message"], events=["$post-1"])
+    _trace(realm.realm_id, "orin", 2, "turn_end", termination="provider_error")
     _trace(realm.realm_id, "vela", 1, "model_response")
     assert acknowledge(realm.realm_id) == []
     # Unacknowledged after REDELIVER_S: posted again.
