@@ -164,5 +164,6 @@ def reap_lost(realm_id: str, on_lost: Callable[[Job], None]) -> int:
                 )
                 lost += 1
         if changed == 1:
+            job.refresh_from_db()
             on_lost(job)
     return lost

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -152,3 +153,26 @@ def test_racing_calls_never_run_more_jobs_than_the_bound(realms, sandboxed) -> N
     assert len(started) == 1
     assert all("this realm's limit" in a["error"] for a in answers if "job" not in a)
     assert Job.objects.filter(realm=sandboxed).count() == 1
+
+
+def test_a_job_whose_runner_died_is_lost_and_frees_its_slot(realms) -> None:
+    realm = realms(spec=JOBS, agents=PLAYERS)
+    # What a realmtools process that died mid-job leaves: a running row nobody runs.
+    Job.objects.create(
+        realm=realm,
+        number=1,
+        agent_id="orin",
+        exec_id="0" * 16,
+        runner=f"{socket.gethostname()}:999999999:1",
+        started_ms=1,
+    )
+    orin = realms.agent(realm, "orin")
+    assert orin.call("job_status", id=1)["job"]["state"] == "lost"
+    (wake,) = Wake.objects.filter(realm=realm)
+    assert (wake.source, wake.ref) == ("job", 1)
+    assert "was lost (its runner stopped); its effect is unknown" in wake.text
+    ends = [p for p in _events(realm, Kind.JOB) if p["op"] == "end"]
+    assert ends == [{"op": "end", "job": 1, "agent": "orin", "state": "lost"}]
+    # Looking again finds nothing more to reap.
+    orin.call("job_status")
+    assert Wake.objects.filter(realm=realm).count() == 1
