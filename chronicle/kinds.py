@@ -36,6 +36,14 @@ class Kind(StrEnum):
     expire, the task's ``task`` number and who did it. With worktrees, also the git steps:
     ``worktree`` (created), ``commit``, ``merge``, ``conflict``, ``cleanup`` and
     ``git_error``."""
+    SCHEDULE = "schedule"
+    """A schedule was set or cancelled: ``op`` add or cancel, its ``schedule`` number and
+    ``agent``."""
+    JOB = "job"
+    """A background job: ``op`` start, kill or end, its ``job`` number and ``agent``."""
+    WAKE = "wake"
+    """A wake for one agent: ``op`` due, deliver, ack or give_up; ``source`` schedule or
+    job and its number as ``ref``."""
 
 
 class Lifecycle(StrEnum):

@@ -6,7 +6,7 @@ untrusted; it is served as ``text/markdown`` and never rendered as HTML by us.
 
 from __future__ import annotations
 
-from chronicle import selectors, tasks
+from chronicle import selectors, tasks, wakes
 from chronicle.integrity import findings
 from realms.models import Realm
 from realms.plan import plan_of
@@ -43,6 +43,7 @@ def render_report(realm_id: str, *, title: str | None = None) -> str:
     lines += eliminations_section(realm_id)
     lines += integrity_section(realm_id)
     lines += task_board_section(realm_id)
+    lines += wakes_section(realm_id)
 
     scores = selectors.scoreboard(realm_id)
     if scores:
@@ -120,6 +121,33 @@ def task_board_section(realm_id: str) -> list[str]:
             text += f" ({t.expiries} lease{'' if t.expiries == 1 else 's'} expired)"
         lines.append(_bullet(text))
     return [*lines, ""]
+
+
+def wakes_section(realm_id: str) -> list[str]:
+    """Schedules and background jobs: each with its agent and how it went; no section
+    when the realm had neither."""
+    schedules, jobs = wakes.replay(realm_id)
+    lines: list[str] = []
+    if schedules:
+        lines.append("## Schedules")
+        for s in schedules:
+            note = s.note if len(s.note) <= 120 else s.note[:119] + "…"
+            text = f"{s.number}. {s.agent}, {s.when}: {note} — due {s.due}, read {s.acked}"
+            if s.given_up:
+                text += f", {s.given_up} never read"
+            if s.cancelled:
+                text += ", cancelled"
+            lines.append(_bullet(text))
+        lines.append("")
+    if jobs:
+        lines.append("## Background jobs")
+        for j in jobs:
+            how = f"exit code {j.exit_code}" if j.state == "done" else j.state
+            if j.killed_by_agent and j.state == "killed":
+                how = "killed by its agent"
+            lines.append(_bullet(f"{j.number}. {j.agent}: {how}"))
+        lines.append("")
+    return lines
 
 
 def integrity_section(realm_id: str) -> list[str]:

@@ -232,6 +232,49 @@ class TaskBoardPlan:
         )
 
 
+DEFAULT_SCHEDULES_PER_AGENT = 10
+DEFAULT_MIN_EVERY_S = 60.0
+DEFAULT_JOBS_PER_AGENT = 2
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulesPlan:
+    """The schedules mechanic: how many active schedules an agent may hold, and the
+    shortest interval of a repeating one."""
+
+    max_per_agent: int = DEFAULT_SCHEDULES_PER_AGENT
+    min_every_s: float = DEFAULT_MIN_EVERY_S
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> SchedulesPlan:
+        every = raw.get("min_every")
+        try:
+            min_every_s = parse_duration(str(every)) if every else DEFAULT_MIN_EVERY_S
+        except ValueError:
+            min_every_s = DEFAULT_MIN_EVERY_S
+        count = raw.get("max_per_agent")
+        return cls(
+            max_per_agent=count
+            if isinstance(count, int) and count > 0
+            else DEFAULT_SCHEDULES_PER_AGENT,
+            min_every_s=min_every_s,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class JobsPlan:
+    """The background-jobs mechanic: how many jobs one agent may run at once."""
+
+    max_per_agent: int = DEFAULT_JOBS_PER_AGENT
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> JobsPlan:
+        count = raw.get("max_per_agent")
+        return cls(
+            max_per_agent=count if isinstance(count, int) and count > 0 else DEFAULT_JOBS_PER_AGENT
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class LoopsPlan:
     """``spec.loops``: how many of an agent's own last acts are compared, how alike two
@@ -278,6 +321,8 @@ class RealmPlan:
     machine: Mapping[str, Any] | None = None
     """The declared state machine, as declared (the machine engine validates it)."""
     task_board: TaskBoardPlan | None = None
+    schedules: SchedulesPlan | None = None
+    jobs: JobsPlan | None = None
     termination: tuple[Mapping[str, Any], ...] = ()
     """The declared termination conditions, as declared (the Warden parses them)."""
     environment: EnvironmentPlan = EnvironmentPlan()
@@ -446,6 +491,20 @@ def _task_board(spec: Mapping[str, Any]) -> TaskBoardPlan | None:
     return None
 
 
+def _schedules(spec: Mapping[str, Any]) -> SchedulesPlan | None:
+    for mechanic in _list(spec.get("mechanics")):
+        if isinstance(mechanic, Mapping) and mechanic.get("kind") == "schedules":
+            return SchedulesPlan.parse(mechanic)
+    return None
+
+
+def _jobs(spec: Mapping[str, Any]) -> JobsPlan | None:
+    for mechanic in _list(spec.get("mechanics")):
+        if isinstance(mechanic, Mapping) and mechanic.get("kind") == "background-jobs":
+            return JobsPlan.parse(mechanic)
+    return None
+
+
 def _title(value: object) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
@@ -477,6 +536,8 @@ def _parse(project: Mapping[str, Any], run_config: Mapping[str, Any]) -> RealmPl
         turns=TurnsPlan.parse(raw_turns) if isinstance(raw_turns, Mapping) and raw_turns else None,
         machine=_machine(spec),
         task_board=_task_board(spec),
+        schedules=_schedules(spec),
+        jobs=_jobs(spec),
         termination=tuple(_list(raw_end)),
         environment=_environment(spec, run_config),
         outputs=_texts(spec.get("outputs")),

@@ -168,6 +168,8 @@ def _spec_rules(project: Project, manifest: str, roster: list[str], found: Findi
                 )
         elif mechanic.kind == "task-board":
             errors.extend(_task_board_rules(project, manifest, base, index))
+        elif mechanic.kind in WAKE_MECHANICS:
+            errors.extend(_wake_mechanic_rules(project, manifest, base, index))
         else:
             if mechanic.ruleset is not None:
                 errors.append(
@@ -194,6 +196,17 @@ def _spec_rules(project: Project, manifest: str, roster: list[str], found: Findi
                             "only a task-board mechanic takes " + name,
                         )
                     )
+    for index, mechanic in enumerate(spec.mechanics):
+        takes = WAKE_MECHANICS.get(mechanic.kind, ())
+        for name in ("max_per_agent", "min_every"):
+            if name not in takes and getattr(mechanic, name) is not None:
+                errors.append(
+                    problem(
+                        manifest,
+                        f"spec.mechanics[{index}].{name}",
+                        f"only a {WAKE_TAKERS[name]} mechanic takes {name}",
+                    )
+                )
     machine_indexes = [i for i, m in enumerate(spec.mechanics) if m.kind == "state-machine"]
     for index in machine_indexes[1:]:
         errors.append(
@@ -442,6 +455,47 @@ def _task_board_rules(project: Project, manifest: str, base: str, index: int) ->
                     f"{base}.leads[{i}]",
                     "a participant of the roster (" + ", ".join(participants) + ")",
                     lead,
+                )
+            )
+    return errors
+
+
+# Schedules and background jobs: which fields each takes, and their bounds.
+WAKE_MECHANICS: dict[str, tuple[str, ...]] = {
+    "schedules": ("max_per_agent", "min_every"),
+    "background-jobs": ("max_per_agent",),
+}
+WAKE_TAKERS = {"max_per_agent": "schedules or background-jobs", "min_every": "schedules"}
+MAX_JOBS_PER_AGENT = 8
+MIN_EVERY_RANGE_S = (30.0, 86_400.0)
+
+
+def _wake_mechanic_rules(
+    project: Project, manifest: str, base: str, index: int
+) -> list[PackageError]:
+    """Schedules and background jobs: at most one of each, their bounds in range."""
+    errors: list[PackageError] = []
+    mechanic = project.spec.mechanics[index]
+    if any(m.kind == mechanic.kind for m in project.spec.mechanics[:index]):
+        errors.append(
+            problem(manifest, f"{base}.kind", f"a project declares at most one {mechanic.kind}")
+        )
+    for name in ("ruleset", "machine"):
+        if getattr(mechanic, name) is not None:
+            errors.append(
+                problem(manifest, f"{base}.{name}", f"a {mechanic.kind} mechanic takes no {name}")
+            )
+    count = mechanic.max_per_agent
+    if mechanic.kind == "background-jobs" and count is not None and count > MAX_JOBS_PER_AGENT:
+        errors.append(
+            expected(manifest, f"{base}.max_per_agent", f"1 to {MAX_JOBS_PER_AGENT}", count)
+        )
+    if mechanic.kind == "schedules" and mechanic.min_every is not None:
+        low, high = MIN_EVERY_RANGE_S
+        if not low <= parse_duration(mechanic.min_every) <= high:
+            errors.append(
+                expected(
+                    manifest, f"{base}.min_every", "a duration from 30s to 1d", mechanic.min_every
                 )
             )
     return errors

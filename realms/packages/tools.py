@@ -47,6 +47,13 @@ REALMTOOLS_VERBS = frozenset(
         "task_block",
         "task_assign",
         "task_merge",
+        # schedules and background jobs
+        "schedule",
+        "schedule_cancel",
+        "schedule_list",
+        "job_status",
+        "job_output",
+        "job_kill",
     }
 )
 

@@ -35,6 +35,7 @@ class Rule:
     text: bool = False  # answers in text; refusals read "error: …"
     board: bool = False  # only in realms with a task board
     worktrees: bool = False  # only when that board gives claims git worktrees
+    needs: str | None = None  # "schedules" or "jobs": only in realms with that mechanic
 
 
 RULES: dict[str, Rule] = {
@@ -68,7 +69,16 @@ RULES: dict[str, Rule] = {
     "task_assign": Rule(Who.LEAD, acts=True, board=True),
     # Task worktrees (realms.realmtools.worktrees).
     "task_merge": Rule(Who.LEAD, acts=True, board=True, worktrees=True),
+    # schedules and background jobs
+    "schedule": Rule(Who.ANYONE, acts=True, needs="schedules"),
+    "schedule_cancel": Rule(Who.ANYONE, acts=True, needs="schedules"),
+    "schedule_list": Rule(Who.ANYONE, acts=False, needs="schedules"),
+    "job_status": Rule(Who.ANYONE, acts=False, needs="jobs"),
+    "job_output": Rule(Who.ANYONE, acts=False, needs="jobs"),
+    "job_kill": Rule(Who.ANYONE, acts=True, needs="jobs"),
 }
+
+NEEDS = {"schedules": "this realm has no schedules", "jobs": "this realm has no background jobs"}
 
 
 def rule_for(name: str) -> Rule:
@@ -101,6 +111,8 @@ def _reason_hidden(name: str, rule: Rule, caller: Caller) -> str | None:
         return "this realm has no task board"
     if rule.worktrees and (board is None or not board.worktrees):
         return "this realm's task board has no worktrees"
+    if rule.needs is not None and getattr(facts.plan, rule.needs) is None:
+        return NEEDS[rule.needs]
     if rule.who is Who.LEAD and not (
         caller.is_referee or (board is not None and caller.agent_id in board.leads)
     ):

@@ -17,7 +17,15 @@ from django.db import close_old_connections
 from mcp.server.fastmcp import Context, FastMCP
 
 from chronicle.values import BadValue, check_value
-from realms.realmtools import audit, catalogue, taskboard, taskboard_leases, worktrees_merge
+from realms.realmtools import (
+    audit,
+    catalogue,
+    jobs,
+    schedules,
+    taskboard,
+    taskboard_leases,
+    worktrees_merge,
+)
 from realms.realmtools.context import Caller
 from realms.realmtools.errors import Refusal
 from realms.realmtools.facts import load_facts
@@ -154,13 +162,18 @@ def register(mcp: FastMCP[Any]) -> None:
         )
 
     @mcp.tool()
-    async def run_code(code: str, ctx: Ctx) -> dict[str, Any]:
+    async def run_code(code: str, ctx: Ctx, background: bool = False) -> dict[str, Any]:
         """Run Python in your own sandbox (home folder and the shared folder if any);
-        returns the exit code and what it printed."""
+        returns the exit code and what it printed. background=true (where the realm runs
+        background jobs): returns a job id at once and wakes you when the job ends."""
         _, token = identity_of(ctx)
-        return dict(
-            await dispatch(ctx, "run_code", lambda c: sandbox_code.run_code(c, code, bearer=token))
-        )
+
+        def run(c: Caller) -> dict[str, Any]:
+            if background:
+                return jobs.start_job(c, code, bearer=token)
+            return sandbox_code.run_code(c, code, bearer=token)
+
+        return dict(await dispatch(ctx, "run_code", run))
 
     @mcp.tool()
     async def remember(note: str, ctx: Ctx) -> str:
@@ -249,6 +262,7 @@ def register(mcp: FastMCP[Any]) -> None:
 
     register_task_board(mcp)
     register_worktrees(mcp)
+    register_schedules_and_jobs(mcp)
 
 
 def register_task_board(mcp: FastMCP[Any]) -> None:
@@ -321,3 +335,51 @@ def register_worktrees(mcp: FastMCP[Any]) -> None:
         checkout. A conflict is reported with its files; the merge is then aborted and the
         checkout left as it was."""
         return dict(await dispatch(ctx, "task_merge", lambda c: worktrees_merge.task_merge(c, id)))
+
+
+def register_schedules_and_jobs(mcp: FastMCP[Any]) -> None:
+    """Schedules and background jobs (shown only in realms whose spec enables them)."""
+
+    @mcp.tool()
+    async def schedule(
+        note: str,
+        ctx: Ctx,
+        after: str | float | None = None,
+        every: str | float | None = None,
+        cron: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask to be woken with your note: once after a delay (after="10m"), repeatedly
+        (every="1h"), or on a five-field UTC cron (cron="0 9 * * 1-5"). Give exactly one."""
+        return dict(
+            await dispatch(
+                ctx, "schedule", lambda c: schedules.schedule(c, note, after, every, cron)
+            )
+        )
+
+    @mcp.tool()
+    async def schedule_cancel(id: int | str, ctx: Ctx) -> dict[str, Any]:
+        """Cancel one of your schedules."""
+        return dict(
+            await dispatch(ctx, "schedule_cancel", lambda c: schedules.schedule_cancel(c, id))
+        )
+
+    @mcp.tool()
+    async def schedule_list(ctx: Ctx) -> dict[str, Any]:
+        """Your schedules: active ones with when they are next due, and recently ended ones."""
+        return dict(await dispatch(ctx, "schedule_list", schedules.schedule_list))
+
+    @mcp.tool()
+    async def job_status(ctx: Ctx, id: int | str | None = None) -> dict[str, Any]:
+        """One of your background jobs (or, without id, your recent ones): running, done,
+        timed_out, killed or lost, with the exit code once it ended."""
+        return dict(await dispatch(ctx, "job_status", lambda c: jobs.job_status(c, id)))
+
+    @mcp.tool()
+    async def job_output(id: int | str, ctx: Ctx, tail: int | None = None) -> dict[str, Any]:
+        """What a background job of yours printed (tail: only its last lines)."""
+        return dict(await dispatch(ctx, "job_output", lambda c: jobs.job_output(c, id, tail)))
+
+    @mcp.tool()
+    async def job_kill(id: int | str, ctx: Ctx) -> dict[str, Any]:
+        """Kill a background job of yours that is still running."""
+        return dict(await dispatch(ctx, "job_kill", lambda c: jobs.job_kill(c, id)))

@@ -1,10 +1,10 @@
 """The teardown of a realm that ends: concluded, interrupted, or failed while provisioning.
 
-In order: stop the sandboxes → revoke the keys → ingest the last traces → capture the
-declared outputs (one OUTPUT event per file) → release the sandboxes → read the bus back
-→ close the bus. Every step is idempotent, so a teardown a crash cut short can run again.
-A step that fails is chronicled as ``teardown_error`` (its step and what went wrong) and
-never keeps the next ones from running.
+In order: kill the background jobs → stop the sandboxes → revoke the keys → ingest the
+last traces → capture the declared outputs (one OUTPUT event per file) → release the
+sandboxes → read the bus back → close the bus. Every step is idempotent, so a teardown
+a crash cut short can run again. A step that fails is chronicled as ``teardown_error``
+(its step and what went wrong) and never keeps the next ones from running.
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ from realms.herald.bus import teardown_bus
 from realms.herald.reconcile import reconcile
 from realms.models import Realm
 from realms.plan import plan_of
+from realms.realmtools.jobs import stop_realm_jobs
 from realms.services import traces
 
 log = logging.getLogger(__name__)
 
 STEPS = (
+    "stop jobs",
     "stop sandboxes",
     "revoke keys",
     "ingest traces",
@@ -83,6 +85,8 @@ def tear_down(realm_id: str, why: str, *, local: bool = True) -> None:
     """Run every step in order; ``why`` is what the stopped sandboxes are told.
     ``local=False``: the sandboxes are on another (dead) host; only the shared steps run."""
     calls: dict[str, Callable[[], Any]] = {
+        # Background jobs run beside the sandboxes, in the realmtools process.
+        "stop jobs": lambda: stop_realm_jobs(realm_id),
         "stop sandboxes": lambda: stop_realm_sandboxes(realm_id, why),
         "revoke keys": lambda: revoke_realm_keys(realm_id),
         "ingest traces": lambda: traces.ingest_all(realm_id, drain=True),

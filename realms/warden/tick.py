@@ -3,10 +3,10 @@
 Order: kickoff (once) → feed new Commons speech to the TurnManager → enforce new
 ELIMINATION events → silence handling → deliver PRIVATE events → the loop watch over the
 new speech and traced tool calls (``spec.loops``) → machine wakes → termination check →
-the TurnManager's floor moves → traces → stale task leases → snapshot → budget policy →
-nudges → termination → the claim of the conclusion (``concluding``). The teardown runs
-apart from the tick (``realms.warden.watch``): its grace period must not hold a worker's
-tick.
+the TurnManager's floor moves → traces → stale task leases → schedules and wakes →
+snapshot → budget policy → nudges → termination → the claim of the conclusion
+(``concluding``). The teardown runs apart from the tick (``realms.warden.watch``): its
+grace period must not hold a worker's tick.
 
 The TurnManager decides as speech comes in, but its floor moves are posted last: a
 DM sent with a floor-passing post reaches its recipient before that recipient's
@@ -58,6 +58,7 @@ from realms.warden.turns import (
     TurnManager,
     TurnState,
 )
+from realms.warden.wakes import drive_wakes
 
 log = logging.getLogger(__name__)
 
@@ -357,6 +358,8 @@ def run_tick(realm_id: str) -> TickResult:
     board = plan_of(realm).task_board
     if board is not None:
         expire_leases(realm_id, board, now)
+    if ending is None:
+        drive_wakes(realm_id, plan_of(realm), now)
 
     _police(realm, result, ending)
     return result

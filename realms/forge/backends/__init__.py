@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from threading import Event
 from typing import Protocol
 
 from django.conf import settings
@@ -27,9 +28,12 @@ class SandboxBackend(Protocol):
     def stop(self, spec: SandboxSpec, handle: SandboxHandle, grace: float) -> None:
         """Stop the sandbox and every process in it; harmless when already stopped."""
 
-    def exec(self, spec: SandboxSpec, code: str, timeout: float) -> ExecResult:
+    def exec(
+        self, spec: SandboxSpec, code: str, timeout: float, cancel: Event | None = None
+    ) -> ExecResult:
         """Run Python ``code`` in a fresh process with the agent's view, caps and no
-        network, unable to read the birth config or see the runtime's processes."""
+        network, unable to read the birth config or see the runtime's processes.
+        Setting ``cancel`` kills it as the timeout would (a background job's kill)."""
 
     def logs(self, spec: SandboxSpec, handle: SandboxHandle) -> str:
         """The sandbox's output so far."""

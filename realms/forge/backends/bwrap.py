@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from threading import Event
 
 from django.conf import settings
 
@@ -80,10 +81,14 @@ class BwrapBackend:
     def stop(self, spec: SandboxSpec, handle: SandboxHandle, grace: float) -> None:
         host.stop(spec, handle, grace, term_root=False)
 
-    def exec(self, spec: SandboxSpec, code: str, timeout: float) -> ExecResult:
+    def exec(
+        self, spec: SandboxSpec, code: str, timeout: float, cancel: Event | None = None
+    ) -> ExecResult:
         python = [sys.executable, "-I", "-u", "-"]
         command = bwrap_command(spec, python, exec_mode=True)
-        return host.run_captured(spec, command, base_env(), code.encode("utf-8"), timeout)
+        return host.run_captured(
+            spec, command, base_env(), code.encode("utf-8"), timeout, cancel=cancel
+        )
 
     def logs(self, spec: SandboxSpec, handle: SandboxHandle) -> str:
         return host.read_log(spec.log_path)

@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Sequence
+from threading import Event
 from typing import Any
 
 from django.conf import settings
@@ -187,7 +189,9 @@ class DockerBackend:
         with contextlib.suppress(Exception):
             spec.log_path.write_bytes(container.logs(stdout=True, stderr=True))
 
-    def exec(self, spec: SandboxSpec, code: str, timeout: float) -> ExecResult:
+    def exec(
+        self, spec: SandboxSpec, code: str, timeout: float, cancel: Event | None = None
+    ) -> ExecResult:
         import docker
 
         kwargs = self._run_kwargs(spec, exec_mode=True)
@@ -203,7 +207,7 @@ class DockerBackend:
         timed_out = threading.Event()
         try:
             try:
-                result = container.wait(timeout=timeout)
+                result = _wait(container, timeout, cancel)
                 exit_code: int | None = int(result.get("StatusCode", -1))
             except Exception:
                 timed_out.set()
@@ -303,3 +307,20 @@ def _ulimit(name: str, value: int) -> Any:
     import docker
 
     return docker.types.Ulimit(name=name, soft=value, hard=value)
+
+
+def _wait(container: Any, timeout: float, cancel: Event | None) -> Any:
+    """``container.wait`` that also gives up once ``cancel`` is set (raising, as a
+    timeout does)."""
+    if cancel is None:
+        return container.wait(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if cancel.is_set() or left <= 0:
+            raise TimeoutError("run_code cancelled or out of time")
+        try:
+            return container.wait(timeout=max(1, min(1.0, left)))
+        except Exception:
+            if time.monotonic() >= deadline or cancel.is_set():
+                raise

@@ -214,10 +214,11 @@ def read_log(path: Path, offset: int = 0) -> str:
 
 def run_captured(
     spec: SandboxSpec, command: Sequence[str], env: Mapping[str, str], stdin_data: bytes,
-    timeout: float,
+    timeout: float, *, cancel: threading.Event | None = None,
 ) -> ExecResult:  # fmt: skip
     """Run to completion or ``timeout``; stdout and stderr merged; the whole process
-    tree is killed at the limit. Only the first part of a flood of output is kept."""
+    tree is killed at the limit, or as soon as ``cancel`` is set. Only the first part of
+    a flood of output is kept."""
     proc = launch(spec, command, env, stdout=subprocess.PIPE, stdin=subprocess.PIPE)
     started = procs.start_time(proc.pid)
     chunks: list[bytes] = []
@@ -240,7 +241,7 @@ def run_captured(
         proc.stdin.close()
     timed_out = False
     try:
-        proc.wait(timeout=timeout)
+        _wait(proc, timeout, cancel)
     except subprocess.TimeoutExpired:
         timed_out = True
         procs.kill_tree(proc.pid, started, 0)
@@ -252,3 +253,20 @@ def run_captured(
     return ExecResult(
         exit_code=None if timed_out else proc.returncode, output=output, timed_out=timed_out
     )
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event | None) -> None:
+    """Wait for ``proc``; ``TimeoutExpired`` at ``timeout`` or once ``cancel`` is set."""
+    if cancel is None:
+        proc.wait(timeout=timeout)
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if cancel.is_set() or left <= 0:
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        try:
+            proc.wait(timeout=min(0.2, left))
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from threading import Event
 
 from realms.forge import layout
 from realms.forge.backends import host
@@ -40,11 +41,13 @@ class ProcessBackend:
     def stop(self, spec: SandboxSpec, handle: SandboxHandle, grace: float) -> None:
         host.stop(spec, handle, grace)
 
-    def exec(self, spec: SandboxSpec, code: str, timeout: float) -> ExecResult:
+    def exec(
+        self, spec: SandboxSpec, code: str, timeout: float, cancel: Event | None = None
+    ) -> ExecResult:
         env = {**base_env(str(spec.home)), "BEARPIT_SOCKETS": ""}
         command = ["/bin/sh", "-c", f'cd "{spec.home}" && exec "$@"', "sh"]
         command += [sys.executable, "-I", "-u", "-"]
-        return host.run_captured(spec, command, env, code.encode("utf-8"), timeout)
+        return host.run_captured(spec, command, env, code.encode("utf-8"), timeout, cancel=cancel)
 
     def logs(self, spec: SandboxSpec, handle: SandboxHandle) -> str:
         return host.read_log(spec.log_path)

@@ -114,7 +114,7 @@ class TerminationCondition(Strict):
 
 
 class Mechanic(Strict):
-    kind: Literal["sealed-submit", "state-machine", "task-board"]
+    kind: Literal["sealed-submit", "state-machine", "task-board", "schedules", "background-jobs"]
     ruleset: str | None = Field(default=None, max_length=120)
     config: dict[str, Any] = Field(default_factory=dict)
     machine: MachineDef | None = None
@@ -133,6 +133,19 @@ class Mechanic(Strict):
         description="Task board: when the shared folder holds a git repository, each claim "
         "gets its own worktree and branch (task/<id>); task_complete commits it and "
         "task_merge merges it.",
+    )
+    max_per_agent: int | None = Field(
+        default=None,
+        ge=1,
+        le=100,
+        description="Schedules: how many active schedules one agent may hold (default 10, "
+        "at most 100). Background jobs: how many may run at once per agent (default 2, "
+        "at most 8).",
+    )
+    min_every: Duration | None = Field(
+        default=None,
+        description="Schedules: the shortest interval of a repeating schedule, every or "
+        "cron (default 1m, from 30s to 1d).",
     )
 
 

@@ -229,7 +229,7 @@ CASES = [
         None,
         [
             f"{P}: spec.mechanics[0].kind: expected one of sealed-submit, state-machine, "
-            'task-board; got "lottery"'
+            'task-board, schedules, background-jobs; got "lottery"'
         ],
     ),
     (
