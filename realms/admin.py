@@ -14,7 +14,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import Length
 from django.http import HttpRequest
 from django.urls import reverse
@@ -25,8 +25,8 @@ from django.utils.safestring import SafeString
 from chronicle.models import Event, Message
 from realms.forge.models import Sandbox
 from realms.herald.models import BusRealm, BusRoom, BusUser
-from realms.models import Batch, Realm, RealmAgent, Scenario, ScenarioFile
-from realms.realmtools.models import Task
+from realms.models import Batch, Host, Realm, RealmAgent, Scenario, ScenarioFile
+from realms.realmtools.models import Job, Schedule, Task, Wake
 from realms.warden.models import WardenState
 from realms.warden.termination import request_stop
 
@@ -328,3 +328,45 @@ class TaskAdmin(ReadOnlyAdmin):
     list_select_related = ("realm",)
     list_filter = ("state",)
     search_fields = ("realm__realm_id", "title")
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(ReadOnlyAdmin):
+    list_display = ("realm", "number", "agent_id", "kind", "spec", "state", "fired", "skipped")
+    list_select_related = ("realm",)
+    list_filter = ("state", "kind")
+    search_fields = ("realm__realm_id", "agent_id")
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    list_display = ("realm", "number", "agent_id", "state", "exit_code", "started_ms")
+    list_select_related = ("realm",)
+    list_filter = ("state",)
+    search_fields = ("realm__realm_id", "agent_id")
+
+
+@admin.register(Wake)
+class WakeAdmin(ReadOnlyAdmin):
+    list_display = ("realm", "agent_id", "source", "ref", "state", "deliveries", "due_ms")
+    list_select_related = ("realm",)
+    list_filter = ("state", "source")
+    search_fields = ("realm__realm_id", "agent_id")
+
+
+@admin.register(Host)
+class HostAdmin(ReadOnlyAdmin):
+    """Worker hosts announce themselves and beat; their rows change only through that."""
+
+    list_display = ("host_id", "state", "capacity", "live_realms", "backend", "last_heartbeat")
+    list_filter = ("state", "backend")
+    search_fields = ("host_id",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Host]:
+        live = ~Q(realms__state__in=Realm.TERMINAL_STATES)
+        rows: QuerySet[Host] = super().get_queryset(request)
+        return rows.annotate(live=Count("realms", filter=live))
+
+    @admin.display(description="live realms", ordering="live")
+    def live_realms(self, obj: Host) -> int:
+        return int(getattr(obj, "live", 0))
