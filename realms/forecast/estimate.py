@@ -17,7 +17,7 @@ reached in the fewest seconds, or the time limit when no cap is reached before i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,13 @@ from realms.forecast.first_request import first_request
 from realms.models import Realm
 from realms.packages.schema.common import parse_duration
 from realms.plan import plan_of
-from realms.services.launch import LaunchOptions, launch_realm
+from realms.services.launch import (
+    LaunchError,
+    LaunchOptions,
+    launch_realm,
+    load_project,
+    new_realm_id,
+)
 
 # What the package-only estimate assumes of a model call it cannot see: how many tokens
 # a call writes, how much each call adds to the next prompt (its reply, the messages
@@ -218,6 +224,18 @@ def _forecast(realm: Realm) -> Forecast:
 
 def forecast(path: Path, options: LaunchOptions | None = None) -> Forecast:
     """Forecast the package at ``path``; raises ``LaunchError`` as a launch would."""
+    options = options or LaunchOptions()
+    if options.realm_id is None:
+        # The realm id is in every agent's prompt: a fixed one, as long as a launch's,
+        # counts the same tokens each time the same package is forecast.
+        try:
+            project, _ = load_project(path)
+        except LaunchError:
+            pass  # the launch below says why
+        else:
+            steady = new_realm_id(project.metadata.name).rsplit("-", 1)[0] + "-000000"
+            if not Realm.objects.filter(realm_id=steady).exists():
+                options = replace(options, realm_id=steady)
     try:
         with transaction.atomic():
             realm = launch_realm(path, options)

@@ -138,6 +138,9 @@ class Session:
         result = turn.result()
         if result.final_text:
             self.console.say(result.final_text)
+        elif result.termination is Termination.COMPLETED:
+            # A silent turn still ends visibly, so nobody waits for an answer that is not coming.
+            self.console.say("(the model answered with no text)")
         if result.termination is not Termination.COMPLETED:
             detail = f": {result.error}" if result.error else ""
             self.console.say(f"(turn ended: {result.termination.value}{detail})")

@@ -38,7 +38,7 @@ def test_the_form_fetches_the_forecast_of_its_values(operator, scenario):
     expected = forecast(scenario, LaunchOptions(parameters={"ending": "win"}, provider="offline"))
     (alice,) = expected.agents
     assert "<html" not in page
-    assert f"{alice.first_request_tokens} tokens, {len(alice.tools)} tools" in page
+    assert f"{alice.first_request_tokens} tokens, {len(alice.tools)} tools" in page, page
     assert "$0.50" in page  # alice's cap, beside her range
     assert expected.binds_first in page.replace("&#x27;", "'")
     assert "6s" in page  # the package's time limit

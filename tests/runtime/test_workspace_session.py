@@ -110,3 +110,16 @@ def test_schedules_and_background_jobs_wake_the_idle_agent(tmp_path: Path) -> No
     assert "check the oven" in provider.requests[2]["messages"][-1]["content"]
     assert "job-output-42" in provider.requests[4]["messages"][-1]["content"]
     assert (workspace / ".bearpit/jobs/j1.log").read_text() == "job-output-42\n"
+
+
+def test_a_turn_the_model_answers_with_no_text_still_ends_visibly(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    provider = ScriptedProvider(script=[reply(""), reply("second answer")])
+    with served(provider.app()) as base, agent_at(workspace, tmp_path / "home", base) as agent:
+        agent.line("say nothing")
+        agent.expect("(the model answered with no text)")
+        agent.line("now say something")
+        agent.expect("second answer")
+        agent.line("/quit")
+        assert agent.wait() == 0
