@@ -139,6 +139,8 @@ def write_call(item: Pending, counts: dict[tuple[str, str], int]) -> None:
         "started_ms": item.started_ms,
         "ended_ms": item.ended_ms,
     }
+    if item.usage.cursor is not None:
+        row["cursor"] = item.usage.cursor  # the scripted provider's place after this call
     with index.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(row, sort_keys=True) + "\n")
 

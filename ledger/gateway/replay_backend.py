@@ -69,6 +69,7 @@ class Answer:
     status: int
     tokens_in: int
     tokens_out: int
+    cursor: int | None = None
 
 
 def _refusal(code: str, message: str) -> GatewayError:
@@ -153,6 +154,7 @@ class Replayer:
             status=entry.status,
             tokens_in=entry.tokens_in,
             tokens_out=entry.tokens_out,
+            cursor=entry.cursor,
         )
 
     def _diverged(
@@ -212,8 +214,11 @@ class Replayer:
         )
 
 
-def _take(answer: Answer, usage: Usage) -> None:
+def _take(call: Call, answer: Answer, usage: Usage) -> None:
     usage.tokens_in, usage.tokens_out, usage.free = answer.tokens_in, answer.tokens_out, True
+    if call.key.transport == "scripted":
+        # The script's place moves as it did, so a fork goes live where the script was.
+        usage.cursor = answer.cursor
 
 
 def check_status(answer: Answer) -> None:
@@ -233,13 +238,13 @@ def check_status(answer: Answer) -> None:
 
 def completion(call: Call, answer: Answer, usage: Usage) -> bytes:
     check_status(answer)
-    _take(answer, usage)
+    _take(call, answer, usage)
     return json.dumps(answer.completion).encode()
 
 
 async def stream(call: Call, answer: Answer, usage: Usage) -> AsyncIterator[bytes]:
     """The recorded completion as SSE chunks, as a provider would stream it."""
-    _take(answer, usage)
+    _take(call, answer, usage)
     done = answer.completion
     base = {
         "id": str(done.get("id") or f"chatcmpl-{uuid.uuid4().hex}"),

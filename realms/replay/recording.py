@@ -10,7 +10,8 @@ mounted into a sandbox), holding
 - ``calls/<agent>.jsonl``: one line per call of that agent, in the order the calls
   finished: ``call`` (1, 2, …), ``request`` and ``response`` (blob hashes), ``model``,
   ``tokens_in``, ``tokens_out``, ``stream``, ``status`` (the HTTP status the agent got),
-  ``outcome``, ``started_ms`` and ``ended_ms``.
+  ``outcome``, ``started_ms`` and ``ended_ms``, and on the scripted provider ``cursor``
+  (its place in the agent's script after the call).
 
 An archived realm's copy (``archive/recording/``) is read when the live folder is gone.
 """
@@ -41,6 +42,7 @@ class RecordedCall:
     outcome: str
     started_ms: int
     ended_ms: int
+    cursor: int | None = None
 
     @classmethod
     def parse(cls, row: dict[str, Any]) -> RecordedCall:
@@ -56,6 +58,7 @@ class RecordedCall:
             outcome=str(row.get("outcome") or "ok"),
             started_ms=int(row.get("started_ms") or 0),
             ended_ms=int(row.get("ended_ms") or 0),
+            cursor=row["cursor"] if isinstance(row.get("cursor"), int) else None,
         )
 
 
