@@ -15,8 +15,10 @@ no cost. Then:
 - a call past the end of the recording (the recorded realm ended there) is refused with a
   409 ``replay_exhausted`` (chronicled once), or goes live under ``on_divergence: live``.
 
-An agent's place in the recording is kept in memory, and after a gateway restart it is
-taken from the replaying realm's own recording.
+On the scripted provider a replayed answer moves the script's cursor as the recorded
+call did, so an agent that goes live carries on where its script was. An agent's place
+in the recording is kept in memory, and after a gateway restart it is taken from the
+replaying realm's own recording.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from chronicle.kinds import Kind
 from chronicle.services import record_event
 from ledger.gateway.call import SSE_DONE, Call, Usage, sse
 from ledger.gateway.errors import GatewayError
+from ledger.gateway.scrub import scrub_text
 from realms.replay import match, recording
 from realms.services.conclude import begin_conclusion
 
@@ -177,6 +180,11 @@ class Replayer:
             "then": "live" if live else "concluded",
         }
         if diff is not None:
+            # The new request is the agent's own text: the keys are masked as in recordings.
+            shown = diff.replayed
+            for secret in (call.bearer, key.upstream_key):
+                shown = scrub_text(shown, secret)
+            diff = match.Difference(diff.path, diff.recorded, shown)
             payload.update(path=diff.path, recorded=diff.recorded, replayed=diff.replayed)
         self._note(key.realm_id, payload)
         detail = f"{key.agent_id} call {number} {why}" + (f" at {diff.line()}" if diff else "")

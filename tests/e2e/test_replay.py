@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     package = tmp / "rps-duel"
     shutil.copytree(EXAMPLE, package)
     home = tmp / "home"
-    code, out = pit(home, tmp / "up.log", "pit_up", str(package), "--as", "duel-src")
+    code, out = pit(home, tmp / "up.log", "pit_up", str(package), "--realm", "duel-src")
     assert code == 0, out
     yield World(home, package, "duel-src", read_chronicle(home, "duel-src"))
 
@@ -97,7 +98,7 @@ def test_a_replay_reproduces_the_transcript_at_no_cost(world: World, tmp_path: P
     assert [r["conclusion_reason"] for r in replay.realms if r["realm_id"] == "duel-replay"] == [
         "referee_verdict"
     ]
-    assert replay.kinds("spend") and all(p["cost_usd"] == 0 for p in replay.kinds("spend"))
+    assert replay.kinds("spend") and all(p["usd"] == 0 for p in replay.kinds("spend"))
     assert "**total: $0.0000**" in out
 
 
@@ -172,14 +173,14 @@ def test_a_fork_replays_up_to_its_point_then_goes_live(world: World, tmp_path: P
     # ... then it is its own: tobin's changed R4 move shows in the reveal, and live calls cost.
     reveals = [p for p in fork.kinds("reveal") if p.get("round") == "R4"]
     assert reveals and "scissors" in json.dumps(reveals), fork.kinds("reveal")
-    spent = [p["cost_usd"] for p in fork.kinds("spend")]
+    spent = [p["usd"] for p in fork.kinds("spend")]
     assert 0 in spent and any(c > 0 for c in spent)
 
 
 def test_bad_input_is_one_clear_line(world: World, tmp_path: Path) -> None:
     def refused(*args: str) -> str:
         proc = subprocess.run(
-            ["uv", "run", "python", "manage.py", *args],
+            [sys.executable, "manage.py", *args],
             cwd=REPO,
             env=pit_env(world.home),
             capture_output=True,
