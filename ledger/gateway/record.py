@@ -22,7 +22,6 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ledger.gateway.call import Call, Usage
@@ -52,7 +51,7 @@ def now_ms() -> int:
 class Recorder:
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-record")
-        self._counts: dict[tuple[str, str], int] = {}
+        self._writer = Writer()
 
     def record(
         self,
@@ -73,11 +72,12 @@ class Recorder:
     def close(self) -> None:
         """Write what is queued, then stop."""
         self._pool.shutdown(wait=True)
+        self._writer.close()
 
     def _write(self, item: Pending) -> None:
         key = item.call.key
         try:
-            write_call(item, self._counts)
+            self._writer.write(item)
         except Exception:
             log.exception("recording a call of %s/%s failed", key.realm_id, key.agent_id)
 
@@ -88,61 +88,97 @@ def _scrub(data: bytes, call: Call) -> bytes:
     return data
 
 
-def _put_blob(folder: Path, data: bytes) -> str:
-    digest = recording.blob_name(data)
-    path = recording.blob_path(folder, digest)
-    if not path.exists():
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    return digest
+class _Sink:
+    """One agent's recording: its folder, its open index and how many calls it holds."""
+
+    def __init__(self, realm_id: str, agent_id: str) -> None:
+        folder = recording.live_dir(realm_id)
+        index = recording.index_path(folder, agent_id)
+        for sub in (folder / "blobs", folder / "calls"):
+            sub.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.blobs = str(folder / "blobs")
+        self.count = len(recording.calls(folder, agent_id))
+        self.index = index.open("a", encoding="utf-8")
 
 
-def _response(item: Pending) -> Any:
-    if item.chunks is not None:
-        return assemble_stream(item.chunks)
-    try:
-        return json.loads(item.body or b"null")
-    except ValueError:
-        return {"unparsed": (item.body or b"").decode("utf-8", "replace")}
+_MAX_SINKS = 256
+_MAX_KNOWN_BLOBS = 100_000
 
 
-def write_call(item: Pending, counts: dict[tuple[str, str], int]) -> None:
-    call, key = item.call, item.call.key
-    folder = recording.live_dir(key.realm_id)
-    index = recording.index_path(folder, key.agent_id)
-    for sub in (folder / "blobs", folder / "calls"):
-        sub.mkdir(parents=True, exist_ok=True, mode=0o700)
-    request = _put_blob(folder, _scrub(recording.canonical(call.payload), call))
-    answer = _response(item)
-    response = _put_blob(folder, _scrub(recording.canonical(answer), call))
-    slot = (key.realm_id, key.agent_id)
-    if slot not in counts:
-        counts[slot] = len(recording.calls(folder, key.agent_id))
-    counts[slot] += 1
-    reported = answer.get("usage") if isinstance(answer, dict) else None
-    reported = reported if isinstance(reported, dict) else {}
-    tokens_in = item.usage.tokens_in
-    tokens_out = item.usage.tokens_out
-    row = {
-        "call": counts[slot],
-        "request": request,
-        "response": response,
-        "model": key.model,
-        "tokens_in": tokens_in if tokens_in is not None else reported.get("prompt_tokens", 0),
-        "tokens_out": tokens_out
-        if tokens_out is not None
-        else reported.get("completion_tokens", 0),
-        "stream": call.stream,
-        "status": item.status,
-        "outcome": item.usage.outcome,
-        "started_ms": item.started_ms,
-        "ended_ms": item.ended_ms,
-    }
-    if item.usage.cursor is not None:
-        row["cursor"] = item.usage.cursor  # the scripted provider's place after this call
-    with index.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(row, sort_keys=True) + "\n")
+class Writer:
+    """Turns pending calls into files; runs on the recorder's one thread."""
+
+    def __init__(self) -> None:
+        self._sinks: dict[tuple[str, str], _Sink] = {}
+        self._known: set[str] = set()
+
+    def close(self) -> None:
+        for sink in self._sinks.values():
+            sink.index.close()
+        self._sinks.clear()
+
+    def _sink(self, realm_id: str, agent_id: str) -> _Sink:
+        sink = self._sinks.get((realm_id, agent_id))
+        if sink is None:
+            if len(self._sinks) >= _MAX_SINKS:
+                self.close()
+            sink = self._sinks[(realm_id, agent_id)] = _Sink(realm_id, agent_id)
+        return sink
+
+    def _put(self, sink: _Sink, data: bytes) -> str:
+        digest = recording.blob_name(data)
+        path = os.path.join(sink.blobs, digest + ".json")
+        if path in self._known:
+            return digest
+        if not os.path.exists(path):
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        if len(self._known) >= _MAX_KNOWN_BLOBS:
+            self._known.clear()
+        self._known.add(path)
+        return digest
+
+    def write(self, item: Pending) -> None:
+        call, key, usage = item.call, item.call.key, item.usage
+        sink = self._sink(key.realm_id, key.agent_id)
+        request = self._put(sink, _scrub(recording.canonical(call.payload), call))
+        reported: dict[str, Any] = {}
+        if item.chunks is not None:
+            answer = assemble_stream(item.chunks)
+            reported = answer.get("usage") or {}
+            response = self._put(sink, _scrub(recording.canonical(answer), call))
+        else:
+            # A whole answer is JSON already: stored as relayed, parsed only for counts
+            # its call did not meter.
+            body = item.body or b"{}"
+            if usage.tokens_in is None or usage.tokens_out is None:
+                with contextlib.suppress(ValueError, AttributeError):
+                    reported = json.loads(body).get("usage") or {}
+            response = self._put(sink, _scrub(body, call))
+        sink.count += 1
+        row: dict[str, Any] = {
+            "call": sink.count,
+            "request": request,
+            "response": response,
+            "model": key.model,
+            "tokens_in": usage.tokens_in
+            if usage.tokens_in is not None
+            else reported.get("prompt_tokens", 0),
+            "tokens_out": usage.tokens_out
+            if usage.tokens_out is not None
+            else reported.get("completion_tokens", 0),
+            "stream": call.stream,
+            "status": item.status,
+            "outcome": usage.outcome,
+            "started_ms": item.started_ms,
+            "ended_ms": item.ended_ms,
+        }
+        if usage.cursor is not None:
+            row["cursor"] = usage.cursor  # the scripted provider's place after this call
+        sink.index.write(json.dumps(row, sort_keys=True) + "\n")
+        sink.index.flush()
 
 
 def assemble_stream(chunks: list[bytes]) -> dict[str, Any]:

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ledger.gateway.auth import KeyInfo
 from ledger.gateway.call import Call, Usage, sse
-from ledger.gateway.record import Pending, assemble_stream, write_call
+from ledger.gateway.record import Pending, Writer, assemble_stream
 from realms.replay import match, recording
 
 BEARER = "bpk-" + "A" * 43
 UPSTREAM = "sk-upstream-secret-0123456789"
 
 
-def _call(payload: dict[str, object], *, stream: bool = False) -> Call:
+def _call(payload: dict[str, Any], *, stream: bool = False) -> Call:
     key = KeyInfo(
         id=1,
         realm_id="duel-abc123",
@@ -54,13 +55,13 @@ def home(settings: object, tmp_path: Path) -> Path:
 
 
 def test_each_call_is_numbered_content_addressed_and_keyless(home: Path) -> None:
-    counts: dict[tuple[str, str], int] = {}
+    writer = Writer()
     leak = {"role": "user", "content": f"my key is {BEARER} and theirs {UPSTREAM}"}
     for i in range(3):
         payload = {"model": "x", "messages": [leak, {"role": "user", "content": f"turn {i}"}]}
         body = json.dumps({"choices": [{"message": {"content": f"ok {i} {UPSTREAM}"}}]})
         usage = Usage(tokens_in=10 + i, tokens_out=2, cursor=i + 1)
-        write_call(Pending(_call(payload), usage, 200, body.encode(), None, 1, 2), counts)
+        writer.write(Pending(_call(payload), usage, 200, body.encode(), None, 1, 2))
     folder = recording.live_dir("duel-abc123")
     calls = recording.calls(folder, "mara")
     assert [c.call for c in calls] == [1, 2, 3]
@@ -74,12 +75,13 @@ def test_each_call_is_numbered_content_addressed_and_keyless(home: Path) -> None
     # The same request body is one blob: three calls, three requests, three responses.
     assert len(list((folder / "blobs").iterdir())) == 6
     # A restarted writer (no counts in memory) continues the numbering from disk.
-    write_call(Pending(_call(payload), Usage(), 200, b"{}", None, 1, 2), {})
+    writer.close()
+    Writer().write(Pending(_call(payload), Usage(), 200, b"{}", None, 1, 2))
     assert recording.calls(folder, "mara")[-1].call == 4
 
 
 def test_a_blob_edited_by_hand_fails_loudly(home: Path) -> None:
-    write_call(
+    Writer().write(
         Pending(
             _call({"messages": [{"role": "user", "content": "hi"}]}),
             Usage(),
@@ -88,8 +90,7 @@ def test_a_blob_edited_by_hand_fails_loudly(home: Path) -> None:
             None,
             1,
             2,
-        ),
-        {},
+        )
     )
     folder = recording.live_dir("duel-abc123")
     entry = recording.calls(folder, "mara")[0]
@@ -158,7 +159,7 @@ def test_what_varies_between_runs_is_normalised_and_the_rest_is_not() -> None:
             {"role": "user", "content": "event $AbCdEfGhIjKlMnOpQrSt in !roomAbCdEfGh:realm.local"},
         ],
     }
-    after = {
+    after: dict[str, Any] = {
         "model": "b",
         "max_tokens": 99,
         "messages": [
