@@ -37,7 +37,7 @@ def _call(payload: dict[str, Any], *, stream: bool = False) -> Call:
     return Call(
         key=key,
         payload=payload,
-        messages=payload["messages"],  # type: ignore[arg-type]
+        messages=payload["messages"],
         max_tokens=64,
         max_tokens_given=False,
         stream=stream,
