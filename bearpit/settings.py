@@ -77,6 +77,9 @@ try:
     BEARPIT_GATEWAY_MAX_BODY_BYTES = env.env_int(
         "BEARPIT_GATEWAY_MAX_BODY_BYTES", 16 * 1024 * 1024, minimum=1024
     )
+    # Record every model call of a realm (requests and responses, for replay and fork);
+    # a realm's run_config ``record_calls`` overrides it (docs/research.md).
+    BEARPIT_RECORD_CALLS = env.env_bool("BEARPIT_RECORD_CALLS", True)
     # Scribe, the authoring assistant: the provider profile and tier it calls through the
     # gateway (the active profile when unset), the cap of each session's own key, how many
     # model calls one message may take, the gateway it calls (a base URL, or the path of

@@ -1,7 +1,8 @@
 """Archiving a realm: everything needed to read, audit and re-run it, in one folder.
 
 ``archive_realm`` writes ``transcript.txt``, ``report.md``, ``events.jsonl``,
-``messages.jsonl``, copies of the realm's ``outputs/`` and ``logs/``, and
+``messages.jsonl``, copies of the realm's ``outputs/``, ``logs/`` and ``recording/`` (its
+model calls, ``realms.replay.recording``), and
 ``manifest.json``: what was run (package and a digest of its files), with which
 models, prices, parameters and software versions. Concluding a realm writes it; what it
 says comes from the Chronicle (the prices from the KEY event minting each key chronicled), so it
@@ -54,6 +55,10 @@ def archive_realm(realm_id: str, out_dir: Path | None = None) -> Path:
     _write_jsonl(dest / "messages.jsonl", _message_rows(realm_id))
     _copy_tree(layout.outputs_dir(realm_id), dest / "outputs")
     _copy_tree(layout.logs_dir(realm_id), dest / "logs")
+    if layout.recording_dir(realm_id).is_dir():
+        # The model calls, for replay and fork; an archive rewritten after the realm's
+        # folder was cleared keeps the copy it has.
+        _copy_tree(layout.recording_dir(realm_id), dest / "recording")
 
     manifest = build_manifest(realm_id)
     manifest["files"] = _file_digests(dest)

@@ -31,6 +31,9 @@ class Kind(StrEnum):
     TRACE = "trace"
     KEY = "key"
     """A virtual key was minted: its agent, provider, model, transport and prices."""
+    REPLAY = "replay"
+    """A replaying realm left its recording: ``event`` diverged, exhausted or live, with
+    the agent, the call number and (diverged) where the request differed."""
     TASK = "task"
     """A change on the task board: ``op`` add, assign, claim, release, complete, block or
     expire, the task's ``task`` number and who did it. With worktrees, also the git steps:

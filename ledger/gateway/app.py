@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ledger.gateway import litellm_backend, passthrough, scripted_backend
+from ledger.gateway import litellm_backend, passthrough, replay_backend, scripted_backend
 from ledger.gateway import request as checks
 from ledger.gateway.auth import KeyCache, KeyInfo
 from ledger.gateway.books import Books
@@ -40,6 +40,7 @@ from ledger.gateway.errors import (
     unauthorized,
 )
 from ledger.gateway.local_queue import UpstreamQueues, held_while_streaming
+from ledger.gateway.record import Recorder, now_ms
 from ledger.local_server import slots_for
 from ledger.pricing import cost_nusd, to_usd
 from ledger.services import spend
@@ -95,6 +96,8 @@ class Gateway:
         self.books = Books(self._in_pool, self._in_settle_pool)
         self.session = passthrough.new_session()
         self.queues = UpstreamQueues(slots_for(None), self.session)
+        self.recorder = Recorder()
+        self.replayer = replay_backend.Replayer()
 
     async def _in_pool(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn)
@@ -110,6 +113,7 @@ class Gateway:
         """Finish writing settlements, then let go of connections and threads."""
         await self.books.aclose()
         await self.session.close()
+        await asyncio.get_running_loop().run_in_executor(None, self.recorder.close)
         # Close each worker thread's database connection in that thread.
         barrier = threading.Barrier(self.threads)
 
@@ -157,7 +161,7 @@ class Gateway:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def parse(self, key: KeyInfo, raw: bytes) -> Call:
+    def parse(self, key: KeyInfo, raw: bytes, bearer: str = "") -> Call:
         try:
             payload = json.loads(raw)
         except (ValueError, RecursionError) as exc:
@@ -180,6 +184,7 @@ class Gateway:
             timeout=self.timeout,
             n=shape.n,
             images=shape.images,
+            bearer=bearer,
         )
 
     async def _reserve(self, call: Call, body_bytes: int) -> tuple[int, int]:
@@ -239,7 +244,9 @@ class Gateway:
                 )
         else:
             tokens_in, tokens_out = usage.tokens_in, usage.tokens_out
-        cost = cost_nusd(tokens_in, tokens_out, key.input_price, key.output_price)
+        cost = (
+            0 if usage.free else cost_nusd(tokens_in, tokens_out, key.input_price, key.output_price)
+        )
         if cost > reserved:
             log.warning(
                 "call by %s/%s cost %d n$, more than the %d n$ reserved",
@@ -266,30 +273,47 @@ class Gateway:
                 await done
 
     async def chat_completions(self, request: Request) -> Response:
-        started = time.monotonic()
+        started, started_ms = time.monotonic(), now_ms()
         try:
             self._declared_size(request)
             key = await self.authenticate(request)
             if key.credential_problem:
                 raise credential_mismatch(key.credential_problem)
             raw = await self._read(request)
-            call = self.parse(key, raw)
+            call = self.parse(key, raw, request.headers.get("authorization", "")[7:].strip())
             reserved, call.prompt_tokens = await self._reserve(call, len(raw))
         except GatewayError as exc:
             return exc.response()
         usage = Usage()
         try:
+            replayed = None
+            if key.replay is not None:
+                replayed = await self.replayer.answer(self._in_pool, call)
             if call.stream:
-                stream = await self._open_stream(call, usage)
+                if replayed is not None:
+                    replay_backend.check_status(replayed)
+                    stream = replay_backend.stream(call, replayed, usage)
+                else:
+                    stream = await self._open_stream(call, usage)
                 return StreamingResponse(
-                    self._metered(stream, call, usage, reserved, started),
+                    self._metered(stream, call, usage, reserved, started, started_ms),
                     media_type="text/event-stream",
                     headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
                 )
-            body = await self._complete(call, usage)
+            if replayed is not None:
+                body = replay_backend.completion(call, replayed, usage)
+            else:
+                body = await self._complete(call, usage)
         except GatewayError as exc:
             usage.outcome = "upstream_error"
             await self.settle(call, usage, reserved, started, wait=False)
+            self.recorder.record(
+                call,
+                usage,
+                status=exc.status,
+                body=json.dumps(exc.body()).encode(),
+                started_ms=started_ms,
+            )
             return exc.response()
         except BaseException:
             usage.outcome = "upstream_error"
@@ -298,6 +322,7 @@ class Gateway:
         # The answer does not wait for the books, except where the next answer reads them.
         scripted = call.key.transport == "scripted"
         await self.settle(call, usage, reserved, started, wait=scripted)
+        self.recorder.record(call, usage, status=200, body=body, started_ms=started_ms)
         return Response(body, media_type="application/json")
 
     async def _complete(self, call: Call, usage: Usage) -> bytes:
@@ -345,11 +370,14 @@ class Gateway:
         usage: Usage,
         reserved: int,
         started: float,
+        started_ms: int,
     ) -> AsyncIterator[bytes]:
         usage.outcome = "disconnected"
         finished = False
+        relayed: list[bytes] = []
         try:
             async for chunk in stream:
+                relayed.append(chunk)
                 if chunk == SSE_DONE:
                     # Settle before the client hears the end, so spend is on record by then.
                     if usage.outcome == "disconnected":
@@ -367,6 +395,7 @@ class Gateway:
                 await self.settle(
                     call, usage, reserved, started, wait=call.key.transport == "scripted"
                 )
+            self.recorder.record(call, usage, status=200, chunks=relayed, started_ms=started_ms)
 
     async def models(self, request: Request) -> Response:
         try:

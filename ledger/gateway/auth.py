@@ -7,8 +7,12 @@ are re-checked by the reservation, which every call makes against the database.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
 
 from ledger.models import VirtualKey
 from ledger.services.credentials import CredentialError, credential_for, serves
@@ -36,6 +40,8 @@ class KeyInfo:
     revoked: str | None  # None = live; else "concluded" or "revoked"
     context_length: int | None = None
     credential_problem: str | None = None  # why the stored key may not be used
+    record: bool = True  # the realm's calls are recorded (ledger.gateway.record)
+    replay: Mapping[str, Any] | None = None  # the realm replays a recording (replay_backend)
 
 
 def _load(key_hash: str) -> KeyInfo | None:
@@ -45,8 +51,20 @@ def _load(key_hash: str) -> KeyInfo | None:
     revoked: str | None = None
     if key.revoked_at is not None:
         revoked = "concluded" if key.revoked_reason == REVOKED_CONCLUDED else "revoked"
-    elif Realm.objects.filter(realm_id=key.realm_id, state__in=Realm.TERMINAL_STATES).exists():
+    realm = (
+        Realm.objects.filter(realm_id=key.realm_id)
+        .values("state", "run_config__record_calls", "run_config__replay")
+        .first()
+    )
+    if revoked is None and realm is not None and realm["state"] in Realm.TERMINAL_STATES:
         revoked = "concluded"
+    record = settings.BEARPIT_RECORD_CALLS
+    replay: Mapping[str, Any] | None = None
+    if realm is not None:
+        if isinstance(realm["run_config__record_calls"], bool):
+            record = realm["run_config__record_calls"]
+        if isinstance(realm["run_config__replay"], dict):
+            replay = realm["run_config__replay"]
     upstream_key: str | None = None
     api_base = key.api_base
     problem: str | None = None
@@ -87,6 +105,8 @@ def _load(key_hash: str) -> KeyInfo | None:
         revoked=revoked,
         context_length=key.context_length,
         credential_problem=problem,
+        record=record,
+        replay=replay,
     )
 
 

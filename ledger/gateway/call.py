@@ -22,6 +22,7 @@ class Call:
     timeout: float
     n: int = 1
     images: int = 0
+    bearer: str = field(default="", repr=False)  # the agent's key, to mask in recordings
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Usage:
     outcome: str = "ok"
     cursor: int | None = None
     settled: bool = False
+    free: bool = False  # answered from a recording: metered at no cost
     extra: dict[str, Any] = field(default_factory=dict)
 
     def take(self, usage: object) -> None:

@@ -110,6 +110,11 @@ def outputs_dir(realm_id: str) -> Path:
     return realm_dir(realm_id) / "outputs"
 
 
+def recording_dir(realm_id: str) -> Path:
+    """The realm's recorded model calls (``realms.replay.recording``); never mounted."""
+    return realm_dir(realm_id) / "recording"
+
+
 def archive_dir(realm_id: str) -> Path:
     """Where concluding (and ``pit_archive`` without ``-o``) writes the realm's archive."""
     return realm_dir(realm_id) / "archive"

@@ -1,0 +1,1 @@
+"""Record, replay and fork: a realm's model calls on file, answered again in order."""
