@@ -9,40 +9,24 @@ a realm's tick; a batch left running when the server stops goes on at the next s
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import close_old_connections, connections
 
+from bearpit.periodic import PeriodicThread
 from realms.batch.service import advance_background_batches
 
-log = logging.getLogger(__name__)
 
+class BatchDriver(PeriodicThread):
+    name = "batch-driver"
 
-class BatchDriver:
     def __init__(self, period_s: float, say: Callable[[str], None]) -> None:
-        self._period_s = period_s
+        super().__init__(period_s)
         self._say = say
         self._finished: set[str] = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="batch-driver", daemon=True)
 
-    def start(self) -> BatchDriver:
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.wait(self._period_s):
-                close_old_connections()
-                try:
-                    self.advance()
-                except Exception:
-                    log.exception("advancing the batches failed")
-        finally:
-            connections.close_all()
+    def step(self) -> None:
+        self.advance()
 
     def advance(self) -> None:
         states = advance_background_batches(settings.BEARPIT_MAX_ACTIVE_REALMS)
@@ -50,8 +34,3 @@ class BatchDriver:
             if state == "finished" and batch_id not in self._finished:
                 self._finished.add(batch_id)
                 self._say(f"batch finished: {batch_id}")
-
-    def stop(self, timeout_s: float = 60.0) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout_s)

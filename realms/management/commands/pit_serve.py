@@ -23,6 +23,7 @@ from django.db import close_old_connections, connections
 from django.http.request import validate_host
 
 from bearpit.auth import LOGIN_PATH, QUERY_TOKEN, api_token, ensure_operator
+from bearpit.periodic import PeriodicThread
 from bearpit.server import PlatformServer
 from realms.batch.background import BatchDriver
 from realms.embedded.platform import EmbeddedPlatform
@@ -58,7 +59,7 @@ def login_url(host: str, port: int) -> str:
     return f"http://{url_host(host)}:{port}{LOGIN_PATH}?{QUERY_TOKEN}={api_token()}"
 
 
-class Ticker:
+class Ticker(PeriodicThread):
     """A worker's beat in a thread: every tick period, one Warden tick per running realm,
     the teardown of each realm a tick ended, and a line for each realm that ended.
 
@@ -66,29 +67,20 @@ class Ticker:
     foreground driver does, through the same claims: a worker that also ticks a realm
     (with a broker) never ticks it at the same time."""
 
+    name = "realm-ticker"
+
     def __init__(self, period_s: float, say: Callable[[str], None]) -> None:
-        self._period_s = period_s
+        super().__init__(period_s)
         self._say = say
         self._live: set[str] = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="realm-ticker", daemon=True)
 
-    def start(self) -> Ticker:
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.wait(self._period_s):
-                close_old_connections()
-                self._tick_all()
-        finally:
-            connections.close_all()
+    def step(self) -> None:
+        self._tick_all()
 
     def _tick_all(self) -> None:
         running = Realm.objects.filter(state=Realm.State.RUNNING).values_list("realm_id", flat=True)
         for realm_id in running:
-            if self._stop.is_set():
+            if self.stopping:
                 return
             try:
                 ticked = tick_realm(realm_id)
@@ -108,12 +100,6 @@ class Ticker:
         for realm in ended:
             self._say(f"{realm.state}: {realm.realm_id} — {realm.conclusion_detail}")
         self._live = live
-
-    def stop(self, timeout_s: float = 60.0) -> None:
-        """Let the tick under way finish (a half-run tick would be rolled back anyway)."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout_s)
 
 
 class Provisioner:
