@@ -13,7 +13,12 @@ from typing import Any
 from django import forms
 
 from realms.batch.service import MAX_RUNS, LibraryBatch
-from realms.console.launch_form import field_name, parameter_field, provider_field
+from realms.console.launch_form import (
+    check_parameter_values,
+    field_name,
+    parameter_field,
+    provider_field,
+)
 from realms.packages.parameters import ParameterInfo, value_problem
 
 
@@ -87,13 +92,7 @@ class BatchForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        for param in self.parameters:
-            name = field_name(param)
-            value = data.get(name) or ""
-            if value:
-                trouble = value_problem(param, value)
-                if trouble is not None:
-                    self.add_error(name, trouble)
+        check_parameter_values(self, self.parameters, data)
         n, concurrency = data.get("n"), data.get("concurrency")
         if isinstance(n, int) and isinstance(concurrency, int) and concurrency > n:
             self.add_error("concurrency", f"at most the number of runs ({n})")

@@ -67,6 +67,19 @@ def parameter_field(param: ParameterInfo) -> forms.Field:
     )
 
 
+def check_parameter_values(
+    form: forms.Form, parameters: list[ParameterInfo], data: dict[str, Any]
+) -> None:
+    """Each parameter value given is one its declaration allows, else an error beside it."""
+    for param in parameters:
+        name = field_name(param)
+        value = data.get(name) or ""
+        if value:
+            trouble = value_problem(param, value)
+            if trouble is not None:
+                form.add_error(name, trouble)
+
+
 def _default_provider() -> str:
     try:
         choice = choose_provider(None)
@@ -134,13 +147,7 @@ class LaunchForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        for param in self.parameters:
-            name = field_name(param)
-            value = data.get(name) or ""
-            if value:
-                trouble = value_problem(param, value)
-                if trouble is not None:
-                    self.add_error(name, trouble)
+        check_parameter_values(self, self.parameters, data)
         if not data.get("allow_missing_parameters"):
             supplied = {p.name: data.get(field_name(p)) or "" for p in self.parameters}
             for param in missing_parameters(self.parameters, supplied):
