@@ -192,8 +192,9 @@ def finish(realm_id: str, job: Job, result: ExecResult | None, killed: bool) -> 
                 "exit_code": exit_code,
             },
         )
-    job.refresh_from_db()
-    _wake(realm_id, job)
+        # In the same transaction: a job seen ended always has the wake it owes.
+        job.refresh_from_db()
+        _wake(realm_id, job)
 
 
 def wake_text(job: Job, *, private: bool) -> str:

@@ -47,7 +47,12 @@ class Console:
         def pump() -> None:
             while True:
                 line = self._in.readline()
-                loop.call_soon_threadsafe(self._line, line)
+                if loop.is_closed():
+                    return  # the session ended while this line was being typed
+                try:
+                    loop.call_soon_threadsafe(self._line, line)
+                except RuntimeError:  # closed between the check and the call
+                    return
                 if not line:
                     return
 
