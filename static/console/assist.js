@@ -54,11 +54,17 @@
     return li;
   }
 
+  // Each refresh, and each request the panel itself makes (Validate), takes a number; a
+  // refresh answered after a newer one began is dropped, so it never paints over a check.
+  var drawn = 0;
+  draft.addEventListener("htmx:beforeRequest", function () { drawn += 1; });
+
   function refreshDraft() {
+    var mine = ++drawn;
     return fetch(draftUrl, { credentials: "same-origin", headers: { "Accept": "text/html" } })
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (html) {
-        if (html === null) { return; }
+        if (html === null || mine !== drawn) { return; }
         draft.innerHTML = html;
         if (window.htmx) { window.htmx.process(draft); }
       })

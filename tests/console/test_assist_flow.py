@@ -162,6 +162,8 @@ def test_a_new_scenario_with_the_assistant_from_chat_to_launch(
     expect(draft.locator("#validation")).to_contain_text("the draft is a valid package")
     diff = draft.get_by_label("Diff of agents/greeter/persona.md")
     expect(diff).to_contain_text("+You greet the realm warmly, in one line.")
+    # The draft panel refreshes once the reply has ended; click on the panel it settles on.
+    page.wait_for_load_state("networkidle")
     page.get_by_role("button", name="Validate the draft").click()
     expect(draft.locator("#validation")).to_contain_text("Checked just now")
     assert_accessible(page, "assist-proposed")
