@@ -35,7 +35,7 @@ from realms.services.launch import (
     LaunchOptions,
     launch_realm,
     load_project,
-    new_realm_id,
+    realm_slug,
 )
 
 # What the package-only estimate assumes of a model call it cannot see: how many tokens
@@ -233,7 +233,7 @@ def forecast(path: Path, options: LaunchOptions | None = None) -> Forecast:
         except LaunchError:
             pass  # the launch below says why
         else:
-            steady = new_realm_id(project.metadata.name).rsplit("-", 1)[0] + "-000000"
+            steady = f"{realm_slug(project.metadata.name)}-000000"
             if not Realm.objects.filter(realm_id=steady).exists():
                 options = replace(options, realm_id=steady)
     try:
