@@ -43,6 +43,8 @@ class _Line(Generic[Item, Answer]):
         self._linger = linger
         self._queue: list[tuple[Item, asyncio.Future[Answer], bool]] = []
         self._wake = asyncio.Event()
+        # Set when a round must not linger: an urgent item arrived, or the line is closing.
+        self._hurry = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._urgent = False
@@ -52,7 +54,9 @@ class _Line(Generic[Item, Answer]):
     def put(self, item: Item, *, urgent: bool = True) -> asyncio.Future[Answer]:
         done: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._queue.append((item, done, urgent))
-        self._urgent = self._urgent or urgent
+        if urgent:
+            self._urgent = True
+            self._hurry.set()
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._pump())
         self._idle.clear()
@@ -65,10 +69,13 @@ class _Line(Generic[Item, Answer]):
             self._wake.clear()
             while self._queue:
                 if self._linger and not (self._urgent or self._closing):
+                    # The whole window, not just until the next item: that is what makes
+                    # the rounds of a busy gateway large.
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), self._linger)
+                        await asyncio.wait_for(self._hurry.wait(), self._linger)
                     self._wake.clear()
                 self._urgent = False
+                self._hurry.clear()
                 batch, self._queue = self._queue[:_ROUND_MAX], self._queue[_ROUND_MAX:]
                 await self._round(batch)
             self._idle.set()
@@ -89,6 +96,7 @@ class _Line(Generic[Item, Answer]):
 
     async def aclose(self) -> None:
         self._closing = True
+        self._hurry.set()
         self._wake.set()
         await self._idle.wait()
         if self._task is not None:
