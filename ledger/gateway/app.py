@@ -20,10 +20,8 @@ from typing import ParamSpec, TypeVar
 import anyio
 from django.conf import settings
 from django.db import DataError, IntegrityError, connections
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
 from ledger.gateway import litellm_backend, passthrough, replay_backend, scripted_backend
 from ledger.gateway import request as checks
@@ -41,6 +39,7 @@ from ledger.gateway.errors import (
 )
 from ledger.gateway.local_queue import UpstreamQueues, held_while_streaming
 from ledger.gateway.record import Recorder, now_ms
+from ledger.gateway.routes import Routes
 from ledger.local_server import slots_for
 from ledger.pricing import cost_nusd, to_usd
 from ledger.services import spend
@@ -416,12 +415,12 @@ async def _health(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-def build_app(gateway: Gateway) -> Starlette:
-    return Starlette(
-        routes=[
-            Route("/v1/chat/completions", gateway.chat_completions, methods=["POST"]),
-            Route("/chat/completions", gateway.chat_completions, methods=["POST"]),
-            Route("/v1/models", gateway.models, methods=["GET"]),
-            Route("/health", _health, methods=["GET"]),
-        ]
+def build_app(gateway: Gateway) -> Routes:
+    return Routes(
+        {
+            ("POST", "/v1/chat/completions"): gateway.chat_completions,
+            ("POST", "/chat/completions"): gateway.chat_completions,
+            ("GET", "/v1/models"): gateway.models,
+            ("GET", "/health"): _health,
+        }
     )

@@ -132,6 +132,8 @@ class GatewayServer:
             lifespan="off",
             log_level="warning",
             access_log=False,
+            # Nothing in front of the gateway may speak for a caller: no forwarded headers.
+            proxy_headers=False,
             timeout_keep_alive=30,
             timeout_graceful_shutdown=5,
         )
