@@ -33,4 +33,3 @@ def test_health_answers_get_and_head(gateway: GatewayServer) -> None:
     head = httpx.head(f"{_base(gateway)}/health", timeout=10)
     assert head.status_code == 200
     assert head.content == b""
-
