@@ -37,9 +37,12 @@ class _Line(Generic[Item, Answer]):
         write: Callable[[list[Item]], list[Answer]],
         *,
         linger: float = 0.0,
+        orphaned: Callable[[Item, Answer], None] | None = None,
     ) -> None:
         self._run = run
         self._write = write
+        # Told of each item whose caller stopped waiting before its answer was written.
+        self._orphaned = orphaned
         self._linger = linger
         self._queue: list[tuple[Item, asyncio.Future[Answer], bool]] = []
         self._wake = asyncio.Event()
@@ -86,8 +89,10 @@ class _Line(Generic[Item, Answer]):
             answers: list[Answer] | BaseException = await self._run(lambda: self._write(items))
         except Exception as exc:
             answers = exc
-        for i, (_, fut, _) in enumerate(batch):
+        for i, (item, fut, _) in enumerate(batch):
             if fut.done():
+                if fut.cancelled() and self._orphaned and not isinstance(answers, BaseException):
+                    self._orphaned(item, answers[i])
                 continue
             if isinstance(answers, BaseException):
                 fut.set_exception(answers)
@@ -123,7 +128,7 @@ def _write_settlements(items: list[spend.Settlement | tuple[int, int]]) -> list[
 class Books:
     def __init__(self, run_reserves: Runner, run_settles: Runner) -> None:
         self._reserves: _Line[Reservation, spend.Refusal | Exception | None] = _Line(
-            run_reserves, spend.reserve_many
+            run_reserves, spend.reserve_many, orphaned=self._release_orphan
         )
         self._settles: _Line[spend.Settlement | tuple[int, int], None] = _Line(
             run_settles, _write_settlements, linger=LINGER_SECONDS
@@ -133,19 +138,27 @@ class Books:
         """None when held, else the refusal; raises what failed this reservation alone."""
         done = self._reserves.put((key_id, realm_id, amount_nusd))
         try:
-            answer = await asyncio.shield(done)
+            answer = await done
         except asyncio.CancelledError:
-            # The caller is gone; a reservation it was granted must not stay held.
-            done.add_done_callback(lambda f: self._release_if_granted(f, key_id, amount_nusd))
+            # The caller is gone; a reservation it was granted must not stay held. Cancelled
+            # before its round was written, the line hands it to _release_orphan; cancelled
+            # once answered, it is released here.
+            if done.done() and not done.cancelled():
+                self._release_if_granted(done, key_id, amount_nusd)
             raise
         if isinstance(answer, Exception):
             raise answer
         return answer
 
+    def _release_orphan(self, item: Reservation, answer: spend.Refusal | Exception | None) -> None:
+        if answer is None:
+            key_id, _, amount = item
+            self._settles.put((key_id, amount), urgent=False)
+
     def _release_if_granted(
         self, done: asyncio.Future[spend.Refusal | Exception | None], key_id: int, amount: int
     ) -> None:
-        if not done.cancelled() and done.exception() is None and done.result() is None:
+        if done.exception() is None and done.result() is None:
             self._settles.put((key_id, amount), urgent=False)
 
     def settle(self, item: spend.Settlement, *, urgent: bool) -> asyncio.Future[None]:

@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from ledger.gateway.books import _Line
 
 LINGER = 0.2
@@ -73,3 +75,54 @@ async def test_a_line_without_linger_writes_a_lone_item_at_once() -> None:
     assert await line.put(5) == 50
     assert time.monotonic() - started < 0.05
     await line.aclose()
+
+
+async def test_an_item_whose_caller_left_before_its_round_is_handed_back() -> None:
+    rounds = _Rounds()
+    gate = asyncio.Event()
+    orphans: list[tuple[int, int]] = []
+
+    async def held(fn: Callable[[], Any]) -> Any:
+        await gate.wait()
+        return fn()
+
+    line: _Line[int, int] = _Line(held, rounds, orphaned=lambda i, a: orphans.append((i, a)))
+    waiting = asyncio.ensure_future(line.put(3))
+    kept = line.put(4)
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    gate.set()
+    assert await kept == 40
+    assert orphans == [(3, 30)]
+    await line.aclose()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_reservation_granted_to_a_caller_that_left_is_released(profiles: None) -> None:
+    from asgiref.sync import sync_to_async
+
+    from ledger.gateway.books import Books
+    from ledger.models import VirtualKey
+    from tests.ledger.conftest import mint
+
+    await sync_to_async(mint)("r-books", "a", "1")
+    key = await VirtualKey.objects.aget(realm_id="r-books")
+    gate = asyncio.Event()
+
+    async def held(fn: Callable[[], Any]) -> Any:
+        await gate.wait()
+        return await asyncio.to_thread(fn)
+
+    async def at_once(fn: Callable[[], Any]) -> Any:
+        return await asyncio.to_thread(fn)
+
+    books = Books(held, at_once)
+    caller = asyncio.ensure_future(books.reserve(key.pk, "r-books", 5000))
+    await asyncio.sleep(0.01)
+    caller.cancel()
+    gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    await books.aclose()
+    await key.arefresh_from_db()
+    assert key.reserved_nusd == 0
