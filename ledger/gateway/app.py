@@ -112,6 +112,7 @@ class Gateway:
         """Finish writing settlements, then let go of connections and threads."""
         await self.books.aclose()
         await self.session.close()
+        self.recorder.hand_over()
         await asyncio.get_running_loop().run_in_executor(None, self.recorder.close)
         # Close each worker thread's database connection in that thread.
         barrier = threading.Barrier(self.threads)

@@ -15,6 +15,7 @@ The layout and the readers are in :mod:`realms.replay.recording`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -48,10 +49,19 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+# Calls answered within this long of each other go to the writer in one hand-off: waking
+# its thread for every call costs the event loop more than writing costs the writer.
+HAND_OFF_SECONDS = 0.005
+
+
 class Recorder:
+    """Recording from the event loop: ``record`` and ``hand_over`` run on it only."""
+
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-record")
         self._writer = Writer()
+        self._batch: list[Pending] = []
+        self._timer: asyncio.TimerHandle | None = None
 
     def record(
         self,
@@ -63,23 +73,34 @@ class Recorder:
         chunks: list[bytes] | None = None,
         started_ms: int,
     ) -> None:
-        """Queue one answered call for writing (cheap: one hand-off to the writer)."""
+        """Queue one answered call for writing (cheap: nothing is written here)."""
         if not call.key.record:
             return
-        item = Pending(call, usage, status, body, chunks, started_ms, now_ms())
-        self._pool.submit(self._write, item)
+        self._batch.append(Pending(call, usage, status, body, chunks, started_ms, now_ms()))
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(HAND_OFF_SECONDS, self.hand_over)
+
+    def hand_over(self) -> None:
+        """Give the writer what is queued, now."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self._pool.submit(self._write, batch)
 
     def close(self) -> None:
-        """Write what is queued, then stop."""
+        """Write what was handed over, then stop (after ``hand_over`` on the loop)."""
         self._pool.shutdown(wait=True)
         self._writer.close()
 
-    def _write(self, item: Pending) -> None:
-        key = item.call.key
-        try:
-            self._writer.write(item)
-        except Exception:
-            log.exception("recording a call of %s/%s failed", key.realm_id, key.agent_id)
+    def _write(self, batch: list[Pending]) -> None:
+        for item in batch:
+            key = item.call.key
+            try:
+                self._writer.write(item)
+            except Exception:
+                log.exception("recording a call of %s/%s failed", key.realm_id, key.agent_id)
 
 
 def _scrub(data: bytes, call: Call) -> bytes:
