@@ -65,5 +65,5 @@ def test_the_runtime_does_not_load_what_it_never_uses():
     assert done.returncode == 0, done.stderr
     loaded = set(done.stdout.split())
     assert "httpcore" in loaded  # the HTTP exchange happened
-    for unused in ("h2", "hpack", "hyperframe", "click", "rich", "pygments"):
+    for unused in ("h2", "hpack", "hyperframe", "jinja2", "click", "rich", "pygments"):
         assert unused not in loaded, unused
