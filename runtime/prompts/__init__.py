@@ -100,7 +100,9 @@ def system_text(
             "private messages and platform notices. Mention others with `@<id>`.\n"
         )
     else:
-        add("You see every Commons message. Stay silent (an empty reply) when no reply is needed.\n")
+        add(
+            "You see every Commons message. Stay silent (an empty reply) when no reply is needed.\n"
+        )
     add(
         "The text you end a turn with is posted as your message to the room you are "
         "answering; an empty final text posts nothing.\n\n## Tools\n"
@@ -120,7 +122,10 @@ def system_text(
                 "`since` for only what is new).\n"
             )
         if "remember" in tool_names:
-            add("`remember(note)` / `recall()` keep private notes that survive a long conversation.\n")
+            add(
+                "`remember(note)` / `recall()` keep private notes that survive a long "
+                "conversation.\n"
+            )
     else:
         add("You have no tools; you act only by what you say.\n")
     if unavailable_servers:
