@@ -16,10 +16,14 @@ import sys
 import time
 from pathlib import Path
 
-# httpx loads its command-line tool (click, rich, pygments) whenever those happen to be
-# installed; a ``None`` entry makes that optional import fail fast, which httpx expects.
+# httpx loads its command-line tool (click, rich, pygments), and httpcore its HTTP/2 stack
+# (h2, hpack, hyperframe: about 3 MB resident), whenever those happen to be installed. The
+# runtime speaks HTTP/1.1 only, so a ``None`` entry makes those optional imports fail fast,
+# which httpx and httpcore expect.
 if "httpx" not in sys.modules:
     sys.modules["httpx._main"] = None  # type: ignore[assignment]
+if "httpcore" not in sys.modules:
+    sys.modules["h2"] = None  # type: ignore[assignment]
 
 from runtime.birth import BirthError, load_birth
 

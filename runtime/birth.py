@@ -112,7 +112,7 @@ class RosterEntry(Record):
 
 @dataclass(kw_only=True)
 class PromptInputs(Record):
-    """What the birth system prompt is rendered from (see runtime/prompts/system.md.j2)."""
+    """What the birth system prompt is rendered from (see runtime/prompts: system_text)."""
 
     agent_id: str
     display_name: str | None = None

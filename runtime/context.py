@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.birth import Limits
-from runtime.prompts import render
+from runtime.prompts import summary_request
 
 Message = dict[str, Any]
 SUMMARY_OPEN = "<summary of earlier conversation>"
@@ -163,7 +163,7 @@ class Compactor:
         if self._fruitless < self._limits.compaction_cooldown_rounds:
             try:
                 text = _render_middle(middle, max_chars=self._context_length * 2)
-                summary = (await self._summarise(render("summary.md.j2", transcript=text))).strip()
+                summary = (await self._summarise(summary_request(transcript=text))).strip()
                 summary_ok = bool(summary)
             except Exception:  # any failure of the summary call falls back to the digest
                 summary_ok = False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
+import os
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,7 @@ class MatrixBus:
             "m.mentions": {"user_ids": self._mentioned(text)},
         }
         problem = ""
-        txn_id = uuid.uuid4().hex  # one per reply, so a retry after a lost answer posts once
+        txn_id = os.urandom(16).hex()  # one per reply, so a retry after a lost answer posts once
         for attempt in range(SEND_ATTEMPTS):
             try:
                 await self.client.send(room_id, "m.room.message", content, txn_id)

@@ -8,7 +8,7 @@ transport's complaint when the homeserver could not be reached, so callers retry
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from typing import Any
 from urllib.parse import quote
 
@@ -67,7 +67,8 @@ class MatrixClient:
         self, room_id: str, event_type: str, content: dict[str, Any], txn_id: str | None = None
     ) -> str:
         """Post an event; retrying with the same ``txn_id`` makes it land only once."""
-        txn = txn_id or uuid.uuid4().hex
+        # 128 random bits, as uuid4 would give, without loading uuid (and platform, libuuid).
+        txn = txn_id or os.urandom(16).hex()
         path = f"/rooms/{quote(room_id, safe='')}/send/{quote(event_type, safe='')}/{txn}"
         answer = await self._call("PUT", path, json=content)
         return str(answer.get("event_id", ""))

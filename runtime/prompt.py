@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runtime.birth import BirthConfig
-from runtime.prompts import render
+from runtime.prompts import events_text, system_text
 
 _CLOSE_TAG = "</incoming_events"
 
@@ -15,8 +15,7 @@ def system_prompt(config: BirthConfig, tool_names: list[str], unavailable: list[
     if config.system_prompt is not None:
         return config.system_prompt
     assert config.prompt is not None  # the birth validator guarantees one of the two
-    return render(
-        "system.md.j2",
+    return system_text(
         **config.prompt.model_dump(),
         tool_names=tool_names,
         unavailable_servers=unavailable,
@@ -53,4 +52,4 @@ def envelope(events: list[IncomingEvent]) -> str:
         )
         for e in events
     ]
-    return render("events.md.j2", events=safe)
+    return events_text(events=safe)

@@ -2,9 +2,9 @@
 
 The platform runs this once with bytecode writing on and a pycache prefix set, so the
 compiled files land where sandboxes (which may not write them) look them up. Beyond the
-start-up imports it makes one HTTP exchange over a Unix socket, checks one tool argument
-and renders the prompt templates, because httpx's transport, jsonschema's format checkers
-and Jinja's compiler are imported lazily, on first use.
+start-up imports it makes one HTTP exchange over a Unix socket and checks one tool
+argument, because httpx's transport and jsonschema's format checkers are imported lazily,
+on first use.
 """
 
 from __future__ import annotations
@@ -49,9 +49,6 @@ def main() -> int:
     Draft202012Validator({"type": "object", "properties": {"a": {"type": "string"}}}).validate(
         {"a": "b"}
     )
-    from runtime.prompts import render
-
-    render("events.md.j2", events=[])
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(_one_request(os.path.join(tmp, "warm.sock")))
     return 0

@@ -41,3 +41,29 @@ async def test_runtime_process_wakes_on_a_timer_and_stops_cleanly_on_sigterm(tmp
     assert types[0] == "run_start" and types[-1] == "run_end"
     assert "turn_end" in types
     assert VIRTUAL_KEY not in Path(config.trace_path).read_text()
+
+
+# Loaded by ``python -m runtime --warm`` (everything an agent loads, one HTTP exchange
+# included), then listed: the modules an agent's process must not carry.
+_LOADED = """
+import runpy, sys
+sys.argv = ["runtime", "--warm"]
+try:
+    runpy.run_module("runtime", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(" ".join(sorted(name for name, mod in sys.modules.items() if mod is not None)))
+"""
+
+
+def test_the_runtime_does_not_load_what_it_never_uses():
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", _LOADED], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.split())
+    assert "httpcore" in loaded  # the HTTP exchange happened
+    for unused in ("h2", "hpack", "hyperframe", "jinja2", "click", "rich", "pygments"):
+        assert unused not in loaded, unused

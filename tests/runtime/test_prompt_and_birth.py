@@ -5,12 +5,11 @@ import subprocess
 import sys
 import time
 
-import jinja2
 import pytest
 
 from runtime.birth import BirthConfig, PromptInputs, RosterEntry, Skill
 from runtime.prompt import IncomingEvent, envelope, system_prompt
-from runtime.prompts import render
+from runtime.prompts import events_text, system_text
 from runtime.tools import object_schema
 from tests.runtime.conftest import birth
 from tests.runtime.tools_for_tests import toolcheck_turn_wake
@@ -136,10 +135,10 @@ def test_a_referee_with_table_talk_is_told_how_it_reads_the_commons(tmp_path):
 
 
 def test_rendering_is_strict():
-    with pytest.raises(jinja2.UndefinedError):
-        render("events.md.j2")
-    with pytest.raises(jinja2.UndefinedError):
-        render("system.md.j2", agent_id="x", mxid="@x:y", persona="p")
+    with pytest.raises(TypeError, match="events"):
+        events_text()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="missing"):
+        system_text(agent_id="x", mxid="@x:y", persona="p")  # type: ignore[call-arg]
 
 
 def test_envelope_is_one_delimited_block_that_a_body_cannot_close():
