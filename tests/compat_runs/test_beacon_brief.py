@@ -57,9 +57,11 @@ def test_beacon_brief_ends_when_the_brief_is_marked_final(tmp_path: Path) -> Non
     # Two signatures (the message condition wanted three), then the file ended it.
     signed = [who for who, body, _eid in chron.messages if body == "✅ SIGNED"]
     assert signed == ["orin", "vela"]
+    # The run that wrote the final line began before the end. Its result may be recorded
+    # just after: a Warden tick can see the file while run_code is still returning.
+    (final,) = [r for r in chron.kinds("exec_result") if r["output"] == "138 words\nfinalised\n"]
     final_write, ended = run.order(
-        ("exec_result", {"output": "138 words\nfinalised\n"}),
-        ("lifecycle", {"event": "concluding"}),
+        ("exec", {"id": final["id"]}), ("lifecycle", {"event": "concluding"})
     )
     assert final_write < ended
     # The brief is not a declared output: nothing is captured.
