@@ -50,7 +50,6 @@ class _Line(Generic[Item, Answer]):
         self._hurry = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
-        self._urgent = False
         self._closing = False
         self._task: asyncio.Task[None] | None = None
 
@@ -58,7 +57,6 @@ class _Line(Generic[Item, Answer]):
         done: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._queue.append((item, done, urgent))
         if urgent:
-            self._urgent = True
             self._hurry.set()
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._pump())
@@ -71,13 +69,12 @@ class _Line(Generic[Item, Answer]):
             await self._wake.wait()
             self._wake.clear()
             while self._queue:
-                if self._linger and not (self._urgent or self._closing):
+                if self._linger and not (self._hurry.is_set() or self._closing):
                     # The whole window, not just until the next item: that is what makes
                     # the rounds of a busy gateway large.
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._hurry.wait(), self._linger)
                     self._wake.clear()
-                self._urgent = False
                 self._hurry.clear()
                 batch, self._queue = self._queue[:_ROUND_MAX], self._queue[_ROUND_MAX:]
                 await self._round(batch)
