@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from pathlib import Path
 from typing import Any
 
 from runtime.birth import BusSettings
 from runtime.bus import BusMessage, BusSendError, Deliver, Gate, mentions
-from runtime.matrix_http import MatrixClient, MatrixError
+from runtime.matrix_http import MatrixClient, MatrixError, new_txn_id
 from runtime.trace import TraceWriter
 
 SYNC_TIMEOUT_MS = 30_000
@@ -89,7 +88,7 @@ class MatrixBus:
             "m.mentions": {"user_ids": self._mentioned(text)},
         }
         problem = ""
-        txn_id = os.urandom(16).hex()  # one per reply, so a retry after a lost answer posts once
+        txn_id = new_txn_id()  # one per reply, so a retry after a lost answer posts once
         for attempt in range(SEND_ATTEMPTS):
             try:
                 await self.client.send(room_id, "m.room.message", content, txn_id)

@@ -27,6 +27,12 @@ class MatrixError(Exception):
         self.status = status
 
 
+def new_txn_id() -> str:
+    """A transaction id: 128 random bits, as uuid4 would give, without loading uuid (and
+    platform, libuuid) into the agent's process."""
+    return os.urandom(16).hex()
+
+
 class MatrixClient:
     def __init__(
         self,
@@ -67,8 +73,7 @@ class MatrixClient:
         self, room_id: str, event_type: str, content: dict[str, Any], txn_id: str | None = None
     ) -> str:
         """Post an event; retrying with the same ``txn_id`` makes it land only once."""
-        # 128 random bits, as uuid4 would give, without loading uuid (and platform, libuuid).
-        txn = txn_id or os.urandom(16).hex()
+        txn = txn_id or new_txn_id()
         path = f"/rooms/{quote(room_id, safe='')}/send/{quote(event_type, safe='')}/{txn}"
         answer = await self._call("PUT", path, json=content)
         return str(answer.get("event_id", ""))
