@@ -47,6 +47,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 NO_TOKEN = "no valid realmtools token on this request"  # noqa: S105 - a message, not a secret
 MCP_PATH = "/mcp"
+# A JSON-RPC request is small; the SDK refuses more than 4 MB too, but only after reading it.
+MAX_BODY = 4 * 1024 * 1024
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -101,10 +103,55 @@ class Guard:
         except TokenError:
             await _reply(send, 401, -32001, NO_TOKEN)
             return
+        try:
+            body = await _read_body(receive)
+        except _TooLarge:
+            await _reply(send, 413, -32600, f"request body over {MAX_BODY} bytes")
+            return
+        if body is None:
+            # The agent went away mid-request (its sandbox stopped): nothing to answer, and
+            # nothing for the SDK to report as a crash.
+            log.debug("realmtools: %s left before its request was read", identity.agent_id)
+            return
         scope = dict(scope)
         scope[tools.IDENTITY_KEY] = identity
         scope[tools.TOKEN_KEY] = token.strip()
-        await self.app(scope, receive, send)
+        await self.app(scope, _replay(body, receive), send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body, read before the SDK sees it; None when the client left."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise _TooLarge
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands over the body already read, then the connection's own events."""
+    sent = False
+
+    async def again() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
 
 
 def _visible(identity: Identity) -> list[str]:

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import logging
+import socket
+import time
 
 import httpx
 import pytest
@@ -41,6 +46,46 @@ def test_requests_without_a_valid_token_get_a_json_rpc_401(server):
         assert response.status_code == 401
         assert response.json()["error"]["message"] == NO_TOKEN
     assert _post(server, mint_token("r", "a", "player", [])).status_code == 200
+
+
+def _raw(server, head: bytes, body: bytes) -> bytes:
+    """Send bytes on the Unix socket as they are; the reply, or b"" once the peer closed."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(10)
+        sock.connect(str(server.uds_path))
+        # A server that answers early may close before it has read everything.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(head + body)
+            sock.shutdown(socket.SHUT_WR)
+        return b"".join(iter(lambda: sock.recv(65536), b""))
+
+
+def _head(token: str, length: int) -> bytes:
+    return (
+        "POST /mcp HTTP/1.1\r\nHost: realmtools\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def test_a_client_that_leaves_mid_request_is_no_crash_and_others_carry_on(server, caplog):
+    token = mint_token("r", "a", "player", [])
+    caplog.set_level(logging.WARNING)
+    # Half a body, then the agent's side closes: what a sandbox stopped mid-call looks like.
+    body = json.dumps(INIT).encode()
+    _raw(server, _head(token, len(body) + 100), body)
+    time.sleep(0.3)
+    noise = [r for r in caplog.records if r.name.startswith("mcp") and r.levelno >= logging.ERROR]
+    assert not noise, [r.getMessage() for r in noise]
+    assert _post(server, token).status_code == 200
+
+
+def test_a_request_body_over_the_limit_is_refused_before_it_is_parsed(server):
+    token = mint_token("r", "a", "player", [])
+    size = 4 * 1024 * 1024 + 1
+    reply = _raw(server, _head(token, size), b"x" * size)
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    assert b"request body over" in reply
 
 
 def test_tcp_clients_must_name_a_loopback_host(server):
