@@ -20,6 +20,7 @@ from scribe.services import conversation, history, sessions
 from scribe.services.errors import (
     NoSuchSession,
     NotApprovable,
+    NotYours,
     ScribeError,
     SessionBusy,
     SessionClosed,
@@ -55,6 +56,8 @@ def _refused(exc: ScribeError) -> Response:
     code: int = status.HTTP_400_BAD_REQUEST
     if isinstance(exc, NoSuchSession):
         code = status.HTTP_404_NOT_FOUND
+    elif isinstance(exc, NotYours):
+        code = status.HTTP_403_FORBIDDEN
     elif isinstance(exc, NotApprovable | SessionClosed | SessionBusy):
         code = status.HTTP_409_CONFLICT
     return Response({"error": str(exc)}, status=code)
@@ -102,7 +105,7 @@ class SessionDetailView(OperatorAPIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, session_id: str) -> Response:
         try:
-            session = sessions.get_session(session_id)
+            session = sessions.owned_session(session_id, request.user)
         except ScribeError as exc:
             return _refused(exc)
         return Response(sessions.session_view(session))
@@ -117,6 +120,7 @@ class MessageView(OperatorAPIView):
     def post(self, request: Request) -> Response | StreamingHttpResponse:
         body = _valid(MessageSerializer(data=request.data))
         try:
+            sessions.owned_session(body["session_id"], request.user)
             session = conversation.start_message(body["session_id"], body["text"])
             endpoint = sessions.endpoint_of(session)
         except ScribeError as exc:
@@ -136,6 +140,7 @@ class ApproveView(OperatorAPIView):
     def post(self, request: Request) -> Response:
         body = _valid(ApproveSerializer(data=request.data))
         try:
+            sessions.owned_session(body["session_id"], request.user)
             scenario = sessions.approve(body["session_id"])
         except ScribeError as exc:
             return _refused(exc)

@@ -21,3 +21,7 @@ class SessionClosed(ScribeError):
 
 class SessionBusy(ScribeError):
     """A reply to this session is still running."""
+
+
+class NotYours(ScribeError):
+    """The session was opened by another console user."""

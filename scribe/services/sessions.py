@@ -23,7 +23,7 @@ from realms.library import services as library
 from realms.models import Scenario
 from scribe.models import ScribeSession
 from scribe.services import drafts, history
-from scribe.services.errors import NoSuchSession, NotApprovable, ScribeError
+from scribe.services.errors import NoSuchSession, NotApprovable, NotYours, ScribeError
 from scribe.services.model import Endpoint, gateway_endpoint
 
 # The ledger's realm id for Scribe's keys: not a realm id any realm can have.
@@ -146,6 +146,16 @@ def get_session(session_id: str, *, for_update: bool = False) -> ScribeSession:
     session = rows.filter(session_id=str(session_id)).first()
     if session is None:
         raise NoSuchSession(f"session {session_id!r}: no such Scribe session")
+    return session
+
+
+def owned_session(session_id: str, user: Any) -> ScribeSession:
+    """The session, if ``user`` may see it: one they opened, or one opened with the bare
+    token (it names nobody). ``user`` without a key is the token itself, which sees all."""
+    session = get_session(session_id)
+    mine = getattr(user, "pk", None)
+    if session.owner_id is not None and mine is not None and session.owner_id != mine:
+        raise NotYours(f"session {session_id!r} was opened by another user; it is not yours")
     return session
 
 

@@ -25,19 +25,12 @@ from realms.services.launch import LaunchError
 from realms.services.queue import ConsentRequired, QueueRefused
 from scribe.models import ScribeSession
 from scribe.services import sessions, trial
-from scribe.services.errors import NoSuchSession, ScribeError
-
-
-class NotYours(Exception):
-    """The session was opened by another console user."""
+from scribe.services.errors import NoSuchSession, NotYours, ScribeError
 
 
 def owned_session(request: HttpRequest, session_id: str) -> ScribeSession:
     """The session, if this user may see it (theirs, or one opened with the token)."""
-    session = sessions.get_session(session_id)
-    if session.owner_id is not None and session.owner_id != request.user.pk:
-        raise NotYours(session_id)
-    return session
+    return sessions.owned_session(session_id, request.user)
 
 
 def refused(request: HttpRequest, session_id: str, exc: Exception) -> HttpResponse:
