@@ -20,9 +20,15 @@ from django.views.decorators.http import require_POST
 
 from bearpit.auth import is_operator
 from realms.console.access import signed_out
-from realms.console.views.assist import NotYours, owned_session
+from realms.console.views.assist import owned_session
 from scribe.services import conversation, sessions
-from scribe.services.errors import NoSuchSession, ScribeError, SessionBusy, SessionClosed
+from scribe.services.errors import (
+    NoSuchSession,
+    NotYours,
+    ScribeError,
+    SessionBusy,
+    SessionClosed,
+)
 
 Line = dict[str, str]
 
