@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from decimal import Decimal
 
 from django.db import transaction
@@ -210,6 +211,19 @@ def mint_virtual_key(
         },
     )
     return key, secret
+
+
+def wait_settled(realm_id: str, timeout_s: float, *, poll_s: float = 0.02) -> int:
+    """Wait until no call of the realm holds a reservation; how many keys still do.
+
+    A call in flight when its agent stopped is still answered, metered and recorded by
+    the gateway; a realm's books are complete only once it has settled."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        open_keys = VirtualKey.objects.filter(realm_id=realm_id, reserved_nusd__gt=0).count()
+        if open_keys == 0 or time.monotonic() >= deadline:
+            return open_keys
+        time.sleep(poll_s)
 
 
 @transaction.atomic

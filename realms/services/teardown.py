@@ -1,7 +1,8 @@
 """The teardown of a realm that ends: concluded, interrupted, or failed while provisioning.
 
-In order: kill the background jobs → stop the sandboxes → revoke the keys → ingest the
-last traces → capture the declared outputs (one OUTPUT event per file) → release the
+In order: kill the background jobs → stop the sandboxes → revoke the keys → wait for the
+calls still in flight to settle (so the report's spend and the recording are whole) →
+ingest the last traces → capture the declared outputs (one OUTPUT event per file) → release the
 sandboxes → read the bus back → close the bus. Every step is idempotent, so a teardown
 a crash cut short can run again. A step that fails is chronicled as ``teardown_error``
 (its step and what went wrong) and never keeps the next ones from running.
@@ -17,7 +18,7 @@ from django.db import transaction
 
 from chronicle.kinds import Kind, Lifecycle
 from chronicle.services import record_event
-from ledger.services.keys import revoke_realm_keys
+from ledger.services.keys import revoke_realm_keys, wait_settled
 from realms.forge.outputs import capture_outputs
 from realms.forge.services import release_realm, released_marker, stop_realm_sandboxes
 from realms.herald.bus import teardown_bus
@@ -33,6 +34,7 @@ STEPS = (
     "stop jobs",
     "stop sandboxes",
     "revoke keys",
+    "settle calls",
     "ingest traces",
     "capture outputs",
     "release sandboxes",
@@ -44,6 +46,24 @@ STEPS = (
 HOST_LOCAL_STEPS = frozenset(
     {"stop sandboxes", "ingest traces", "capture outputs", "release sandboxes"}
 )
+
+
+# A call its agent left behind is answered within seconds on a hosted model; one still
+# open after this long is chronicled as missing from the report, never waited out.
+SETTLE_WAIT_S = 30.0
+
+
+class Unsettled(Exception):
+    """Calls of the realm were still in flight when the teardown stopped waiting."""
+
+
+def _settle(realm_id: str) -> None:
+    left = wait_settled(realm_id, SETTLE_WAIT_S)
+    if left:
+        raise Unsettled(
+            f"{left} agent(s) still had a model call in flight after {SETTLE_WAIT_S:.0f} s; "
+            "the Ledger meters it when it ends, but this report's spend leaves it out"
+        )
 
 
 def step(realm_id: str, what: str, call: Callable[[], Any]) -> Any:
@@ -89,6 +109,7 @@ def tear_down(realm_id: str, why: str, *, local: bool = True) -> None:
         "stop jobs": lambda: stop_realm_jobs(realm_id),
         "stop sandboxes": lambda: stop_realm_sandboxes(realm_id, why),
         "revoke keys": lambda: revoke_realm_keys(realm_id),
+        "settle calls": lambda: _settle(realm_id),
         "ingest traces": lambda: traces.ingest_all(realm_id, drain=True),
         # Releasing deletes the shared folder: what the package declared is kept first.
         "capture outputs": lambda: _capture(realm_id),

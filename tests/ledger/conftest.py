@@ -80,11 +80,6 @@ def upstream(profiles: None) -> Iterator[FakeUpstream]:
 
 def settled(realm_id: str, timeout: float = 10.0) -> None:
     """Wait until no call of the realm holds a reservation (all settled)."""
-    import time
+    from ledger.services.keys import wait_settled
 
-    from ledger.models import VirtualKey
-
-    deadline = time.monotonic() + timeout
-    while VirtualKey.objects.filter(realm_id=realm_id, reserved_nusd__gt=0).exists():
-        assert time.monotonic() < deadline, f"calls of {realm_id} still unsettled"
-        time.sleep(0.02)
+    assert wait_settled(realm_id, timeout) == 0, f"calls of {realm_id} still unsettled"

@@ -4,8 +4,9 @@
 ``broken`` → 500; ``leaky`` → 400 quoting the key it was sent; ``hang`` never answers;
 ``slow-stream`` streams one chunk every 50 ms for 10 s; ``echo`` answers (plain or streamed)
 with the authorization header it was sent; ``wild-usage`` reports negative and absurd token
-counts; ``busy`` answers after 0.3 s and counts how many calls it holds at once
-(``most_at_once``). ``ok`` honours ``n`` with one choice (and 7 completion tokens) per completion.
+counts; ``slow`` answers after 1 s; ``busy`` answers after 0.3 s and counts how many calls
+it holds at once (``most_at_once``). ``ok`` honours ``n`` with one choice (and 7 completion
+tokens) per completion.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class FakeUpstream:
             return JSONResponse({"error": {"message": "boom"}}, status_code=500)
         if model == "hang":
             await asyncio.sleep(3600)
+        if model == "slow":
+            await asyncio.sleep(1.0)
         if model == "busy":
             self.at_once += 1
             self.most_at_once = max(self.most_at_once, self.at_once)

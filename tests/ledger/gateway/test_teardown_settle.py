@@ -1,0 +1,65 @@
+"""A call in flight when its realm ends is in the realm's books before the teardown ends."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import pytest
+
+from ledger.gateway.server import GatewayServer
+from ledger.models import Spend, VirtualKey
+from ledger.services.keys import wait_settled
+from realms.models import Realm
+from realms.services import teardown
+from tests.ledger.conftest import mint
+from tests.ledger.fake_upstream import FakeUpstream
+from tests.realms.services.endings import live_realm, teardown_errors
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
+
+
+def _call_in_flight(gateway: GatewayServer, realm_id: str, model: str) -> threading.Thread:
+    secret = mint(realm_id, "ping-late", "1", provider="fake", model=model)
+    body = {"model": "x", "messages": [{"role": "user", "content": "hello"}]}
+    headers = {"Authorization": f"Bearer {secret}"}
+    url = f"{gateway.url}/chat/completions"
+    call = threading.Thread(target=lambda: httpx.post(url, json=body, headers=headers, timeout=20))
+    call.start()
+    deadline = time.monotonic() + 5
+    while not VirtualKey.objects.filter(realm_id=realm_id, reserved_nusd__gt=0).exists():
+        assert time.monotonic() < deadline, "the call never reserved"
+        time.sleep(0.01)
+    return call
+
+
+def test_the_teardown_waits_for_a_call_in_flight_to_settle(
+    gateway: GatewayServer, upstream: FakeUpstream
+) -> None:
+    realm = live_realm("td-late", Realm.State.RUNNING)
+    call = _call_in_flight(gateway, realm.realm_id, "slow")
+    teardown.tear_down(realm.realm_id, "realm concluded")
+    # The upstream answers a second after the call began; the teardown outlasted it.
+    spend = Spend.objects.get(realm_id="td-late", agent_id="ping-late")
+    assert spend.tokens_in == 11 and spend.cost_nusd > 0
+    assert not VirtualKey.objects.filter(realm_id="td-late", reserved_nusd__gt=0).exists()
+    assert teardown_errors("td-late", announced=False) == []
+    call.join(10)
+
+
+def test_a_call_still_open_at_the_bound_is_chronicled_not_waited_out(
+    gateway: GatewayServer, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    realm = live_realm("td-hung", Realm.State.RUNNING)
+    call = _call_in_flight(gateway, realm.realm_id, "hang")
+    monkeypatch.setattr(teardown, "SETTLE_WAIT_S", 0.2)
+    began = time.monotonic()
+    teardown.tear_down(realm.realm_id, "realm concluded")
+    assert time.monotonic() - began < 1.4  # well before the gateway's 1.5 s upstream timeout
+    [error] = teardown_errors("td-hung", announced=False)
+    assert error["step"] == "settle calls"
+    assert "1 agent(s) still had a model call in flight" in str(error["detail"])
+    # It still settles once the gateway gives up on the upstream; nothing is lost.
+    assert wait_settled("td-hung", 5) == 0
+    call.join(10)
