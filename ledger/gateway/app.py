@@ -92,10 +92,14 @@ class Gateway:
         # Settlements get their own thread, so writing them (and the Chronicle's pushes
         # after commit) never delays a reservation.
         self.settle_pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-settle")
-        self.books = Books(self._in_pool, self._in_settle_pool)
+        # A call is recorded before it is settled, and the books wait for the recorder
+        # before each round: a settled call is a recorded one (see Recorder.written).
+        self.recorder = Recorder()
+        self.books = Books(
+            self._in_pool, self._in_settle_pool, before_settling=self.recorder.written
+        )
         self.session = passthrough.new_session()
         self.queues = UpstreamQueues(slots_for(None), self.session)
-        self.recorder = Recorder()
         self.replayer = replay_backend.Replayer()
 
     async def _in_pool(self, fn: Callable[[], T]) -> T:
@@ -306,7 +310,6 @@ class Gateway:
                 body = await self._complete(call, usage)
         except GatewayError as exc:
             usage.outcome = "upstream_error"
-            await self.settle(call, usage, reserved, started, wait=False)
             self.recorder.record(
                 call,
                 usage,
@@ -314,6 +317,7 @@ class Gateway:
                 body=json.dumps(exc.body()).encode(),
                 started_ms=started_ms,
             )
+            await self.settle(call, usage, reserved, started, wait=False)
             return exc.response()
         except BaseException:
             usage.outcome = "upstream_error"
@@ -321,8 +325,8 @@ class Gateway:
             raise
         # The answer does not wait for the books, except where the next answer reads them.
         scripted = call.key.transport == "scripted"
-        await self.settle(call, usage, reserved, started, wait=scripted)
         self.recorder.record(call, usage, status=200, body=body, started_ms=started_ms)
+        await self.settle(call, usage, reserved, started, wait=scripted)
         return Response(body, media_type="application/json")
 
     async def _complete(self, call: Call, usage: Usage) -> bytes:
@@ -373,7 +377,7 @@ class Gateway:
         started_ms: int,
     ) -> AsyncIterator[bytes]:
         usage.outcome = "disconnected"
-        finished = False
+        finished = recorded = False
         relayed: list[bytes] = []
         try:
             async for chunk in stream:
@@ -382,12 +386,18 @@ class Gateway:
                     # Settle before the client hears the end, so spend is on record by then.
                     if usage.outcome == "disconnected":
                         usage.outcome = "ok"
+                    recorded = True
+                    self.recorder.record(
+                        call, usage, status=200, chunks=relayed, started_ms=started_ms
+                    )
                     await self.settle(call, usage, reserved, started, wait=True)
                 yield chunk
             finished = True
         finally:
             if finished and usage.outcome == "disconnected":
                 usage.outcome = "ok"
+            if not recorded:
+                self.recorder.record(call, usage, status=200, chunks=relayed, started_ms=started_ms)
             aclose = getattr(stream, "aclose", None)
             with anyio.CancelScope(shield=True):
                 if aclose is not None:
@@ -395,7 +405,6 @@ class Gateway:
                 await self.settle(
                     call, usage, reserved, started, wait=call.key.transport == "scripted"
                 )
-            self.recorder.record(call, usage, status=200, chunks=relayed, started_ms=started_ms)
 
     async def models(self, request: Request) -> Response:
         try:

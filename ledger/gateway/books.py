@@ -38,8 +38,10 @@ class _Line(Generic[Item, Answer]):
         *,
         linger: float = 0.0,
         orphaned: Callable[[Item, Answer], None] | None = None,
+        before_round: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._run = run
+        self._before_round = before_round
         self._write = write
         # Told of each item whose caller stopped waiting before its answer was written.
         self._orphaned = orphaned
@@ -83,6 +85,8 @@ class _Line(Generic[Item, Answer]):
     async def _round(self, batch: list[tuple[Item, asyncio.Future[Answer], bool]]) -> None:
         items = [item for item, _, _ in batch]
         try:
+            if self._before_round is not None:
+                await self._before_round()
             answers: list[Answer] | BaseException = await self._run(lambda: self._write(items))
         except Exception as exc:
             answers = exc
@@ -123,12 +127,20 @@ def _write_settlements(items: list[spend.Settlement | tuple[int, int]]) -> list[
 
 
 class Books:
-    def __init__(self, run_reserves: Runner, run_settles: Runner) -> None:
+    """``before_settling`` is awaited before each round of settlements is written."""
+
+    def __init__(
+        self,
+        run_reserves: Runner,
+        run_settles: Runner,
+        *,
+        before_settling: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self._reserves: _Line[Reservation, spend.Refusal | Exception | None] = _Line(
             run_reserves, spend.reserve_many, orphaned=self._release_orphan
         )
         self._settles: _Line[spend.Settlement | tuple[int, int], None] = _Line(
-            run_settles, _write_settlements, linger=LINGER_SECONDS
+            run_settles, _write_settlements, linger=LINGER_SECONDS, before_round=before_settling
         )
 
     async def reserve(self, key_id: int, realm_id: str, amount_nusd: int) -> spend.Refusal | None:

@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,9 @@ class Recorder:
         self._writer = Writer()
         self._batch: list[Pending] = []
         self._timer: asyncio.TimerHandle | None = None
+        # The writer's last batch: one thread writes in order, so once it is done, so is
+        # everything handed over before it.
+        self._last: Future[None] | None = None
 
     def record(
         self,
@@ -87,7 +90,18 @@ class Recorder:
             self._timer = None
         if self._batch:
             batch, self._batch = self._batch, []
-            self._pool.submit(self._write, batch)
+            self._last = self._pool.submit(self._write, batch)
+
+    async def written(self) -> None:
+        """Return once every call recorded so far is on disk.
+
+        The books await this before a round of settlements, so a call whose spend is
+        settled is also recorded: an archive taken once a realm's calls have settled holds
+        every one of them."""
+        self.hand_over()
+        last = self._last
+        if last is not None and not last.done():
+            await asyncio.wrap_future(last)
 
     def close(self) -> None:
         """Write what was handed over, then stop (after ``hand_over`` on the loop)."""

@@ -1,17 +1,22 @@
-"""A call in flight when its realm ends is in the realm's books before the teardown ends."""
+"""A call in flight when its realm ends is in the realm's books, and its recording, before
+the teardown ends."""
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from ledger.gateway.record import Pending, Writer
 from ledger.gateway.server import GatewayServer
 from ledger.models import Spend, VirtualKey
 from ledger.services.keys import wait_settled
 from realms.models import Realm
+from realms.replay import recording
 from realms.services import teardown
 from tests.ledger.conftest import mint
 from tests.ledger.fake_upstream import FakeUpstream
@@ -20,9 +25,11 @@ from tests.realms.services.endings import live_realm, teardown_errors
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
 
-def _call_in_flight(gateway: GatewayServer, realm_id: str, model: str) -> threading.Thread:
+def _call_in_flight(
+    gateway: GatewayServer, realm_id: str, model: str, *, stream: bool = False
+) -> threading.Thread:
     secret = mint(realm_id, "ping-late", "1", provider="fake", model=model)
-    body = {"model": "x", "messages": [{"role": "user", "content": "hello"}]}
+    body = {"model": "x", "messages": [{"role": "user", "content": "hello"}], "stream": stream}
     headers = {"Authorization": f"Bearer {secret}"}
     url = f"{gateway.url}/chat/completions"
     call = threading.Thread(target=lambda: httpx.post(url, json=body, headers=headers, timeout=20))
@@ -62,4 +69,30 @@ def test_a_call_still_open_at_the_bound_is_chronicled_not_waited_out(
     assert "1 agent(s) still had a model call in flight" in str(error["detail"])
     # It still settles once the gateway gives up on the upstream; nothing is lost.
     assert wait_settled("td-hung", 5) == 0
+    call.join(10)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_settled_call_is_already_recorded_however_slow_the_disk(
+    gateway: GatewayServer,
+    upstream: FakeUpstream,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+    tmp_path: Path,
+    stream: bool,
+) -> None:
+    settings.BEARPIT_HOME = tmp_path / "home"
+    slow = Writer.write
+
+    def slow_disk(self: Writer, item: Pending) -> None:
+        time.sleep(0.3)  # far longer than the settlements' 20 ms linger
+        slow(self, item)
+
+    monkeypatch.setattr(Writer, "write", slow_disk)
+    realm_id = f"rec-order-{int(stream)}"
+    call = _call_in_flight(gateway, realm_id, "ok", stream=stream)
+    assert wait_settled(realm_id, 10, poll_s=0.001) == 0
+    # The moment the books show the call settled, its recording is on disk.
+    [recorded] = recording.calls(recording.live_dir(realm_id), "ping-late")
+    assert recorded.tokens_in == 11 and recorded.stream is stream
     call.join(10)
