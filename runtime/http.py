@@ -16,6 +16,7 @@ bearer token never travels to another origin.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json as jsonlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -234,19 +235,20 @@ class Response:
 
     async def aiter_lines(self) -> AsyncIterator[str]:
         """The body's lines without their ends (``\\n``, ``\\r\\n`` or ``\\r``)."""
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a char may span reads
         pending = ""
         async for part in self.aiter_bytes():
-            pending += part.decode("utf-8", "replace")
-            lines = pending.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            pending += decoder.decode(part)
             # A trailing CR may be the first half of a CRLF split across two reads.
-            if pending.endswith("\r"):
-                lines, pending = lines[:-2], "\r"
-            else:
-                pending = lines.pop()
+            held = "\r" if pending.endswith("\r") else ""
+            text = pending[: len(pending) - len(held)]
+            lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            pending = lines.pop() + held
             for line in lines:
                 yield line
-        if pending and pending != "\r":
-            yield pending
+        pending += decoder.decode(b"", final=True)
+        if pending.rstrip("\r"):
+            yield pending.rstrip("\r")
 
     async def aclose(self) -> None:
         if self._conn is not None:  # not read to its end: the connection cannot be reused
