@@ -22,6 +22,7 @@ _MODULES = (
     "runtime.mcp_http",
     "runtime.filetools",
     "runtime.resume",
+    "runtime.schema",
 )
 
 
