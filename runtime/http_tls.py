@@ -2,7 +2,7 @@
 
 The platform's own peers are plain ``http://`` (runtime/http.py); a model endpoint or an MCP
 server reached over TLS gets httpx's full certificate checks. httpx's errors are raised as the
-runtime's own (runtime.http), so callers handle one set whichever client they hold.
+runtime's own (runtime.http_types), so callers handle one set whichever client they hold.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Self
 
 import httpx
 
-from runtime.http import (
+from runtime.http_types import (
     ConnectError,
     ConnectTimeout,
     HttpError,

@@ -211,3 +211,13 @@ async def test_redirects_are_followed_within_the_origin_only(tmp_path):
 def test_line_breaks_in_headers_are_refused():
     with pytest.raises(ValueError, match="line break"):
         http.client("http://peer", headers={"x": "a\r\ninjected: 1"}, timeout=http.Timeout(1))
+
+
+async def test_an_https_target_goes_to_httpx_and_its_errors_are_the_runtimes(tmp_path):
+    from runtime.http_tls import TlsClient
+
+    gone = str(tmp_path / "nobody.sock")
+    async with http.client("https://peer", socket_path=gone, timeout=http.Timeout(1)) as c:
+        assert isinstance(c, TlsClient)
+        with pytest.raises(http.ConnectError):
+            await c.request("GET", "/")
