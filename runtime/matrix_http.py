@@ -1,8 +1,9 @@
 """The three Matrix client-server calls an agent makes: sync, join, send.
 
-A thin layer over ``httpx`` (TCP or the homeserver's Unix socket). Every call returns the parsed
-answer or raises :class:`MatrixError` with the homeserver's ``errcode`` and message, or with the
-transport's complaint when the homeserver could not be reached, so callers retry one way.
+A thin layer over the runtime's HTTP client (TCP or the homeserver's Unix socket). Every call
+returns the parsed answer or raises :class:`MatrixError` with the homeserver's ``errcode`` and
+message, or with the transport's complaint when the homeserver could not be reached, so callers
+retry one way.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ import os
 from typing import Any
 from urllib.parse import quote
 
-import httpx
-
-from runtime.http import transport
+from runtime import http
 
 _API = "/_matrix/client/v3"
 
@@ -41,11 +40,11 @@ class MatrixClient:
         socket_path: str | None = None,
         request_timeout_s: float = 60.0,
     ) -> None:
-        self._http = httpx.AsyncClient(
-            base_url=homeserver_url.rstrip("/"),
-            transport=transport(homeserver_url, socket_path),
+        self._http = http.client(
+            homeserver_url.rstrip("/"),
+            socket_path=socket_path,
             headers={"Authorization": f"Bearer {access_token}"},
-            timeout=httpx.Timeout(request_timeout_s, connect=10.0),
+            timeout=http.Timeout(request_timeout_s, connect=10.0),
         )
         self._timeout_s = request_timeout_s
 
@@ -63,7 +62,7 @@ class MatrixClient:
         if since:
             params["since"] = since
         # The long poll must not be cut by the client before the homeserver answers it.
-        timeout = httpx.Timeout(self._timeout_s + timeout_ms / 1000, connect=10.0)
+        timeout = http.Timeout(self._timeout_s + timeout_ms / 1000, connect=10.0)
         return await self._call("GET", "/sync", params=params, timeout=timeout)
 
     async def join(self, room_id: str) -> None:
@@ -85,7 +84,7 @@ class MatrixClient:
         *,
         params: dict[str, str] | None = None,
         json: dict[str, Any] | None = None,
-        timeout: httpx.Timeout | None = None,
+        timeout: http.Timeout | None = None,
     ) -> dict[str, Any]:
         try:
             response = await self._http.request(
@@ -93,9 +92,9 @@ class MatrixClient:
                 _API + path,
                 params=params,
                 json=json,
-                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+                timeout=timeout,
             )
-        except httpx.HTTPError as exc:
+        except http.HttpError as exc:
             raise MatrixError(f"{type(exc).__name__}: {exc}") from None
         try:
             payload = response.json()

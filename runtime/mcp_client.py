@@ -20,10 +20,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-
+from runtime import http
 from runtime.birth import McpServerSettings
-from runtime.http import transport
 from runtime.mcp_http import McpRemoteError, McpSession, McpTool, McpTransportError
 from runtime.tools import ToolDefinition, ToolFailure, ToolRegistry
 from runtime.trace import TraceWriter
@@ -116,14 +114,15 @@ class McpServer:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self) -> http.Client:
         headers = {}
         if self.settings.bearer_token:
             headers["Authorization"] = f"Bearer {self.settings.bearer_token}"
-        return httpx.AsyncClient(
+        return http.client(
+            self.settings.url,
+            socket_path=self.settings.socket_path,
             headers=headers,
-            transport=transport(self.settings.url, self.settings.socket_path),
-            timeout=httpx.Timeout(
+            timeout=http.Timeout(
                 self.settings.call_timeout_s, connect=self.settings.connect_timeout_s
             ),
             follow_redirects=True,
@@ -157,8 +156,8 @@ class McpServer:
             backoff = min(backoff * 2, MAX_BACKOFF_S)
 
     async def _run_session(self) -> None:
-        async with self._http() as http:
-            session = McpSession(http, self.settings.url, self._on_message)
+        async with self._http() as client:
+            session = McpSession(client, self.settings.url, self._on_message)
             async with asyncio.timeout(self.settings.connect_timeout_s):
                 await session.initialize()
                 tools = await session.list_tools()

@@ -1,6 +1,6 @@
 """The MCP wire protocol the runtime needs: JSON-RPC over streamable HTTP, nothing more.
 
-One :class:`McpSession` speaks to one server through an ``httpx.AsyncClient`` the caller owns
+One :class:`McpSession` speaks to one server through an HTTP client (runtime.http) the caller owns
 (bearer header, Unix socket transport). Every request is its own POST whose answer is either a
 JSON body or a server-sent-event stream; notifications that ride on such a stream (or on the
 optional GET stream of a stateful server) go to ``on_notification``. Requests the server makes
@@ -19,9 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
-from runtime import __version__
+from runtime import __version__, http
 
 PROTOCOL_VERSION = "2025-06-18"
 METHOD_NOT_FOUND = -32601
@@ -61,7 +59,7 @@ def _error_text(status: int, body: bytes) -> str:
     return f"HTTP {status}: {text}"
 
 
-async def _sse_messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+async def _sse_messages(response: http.Answer) -> AsyncIterator[dict[str, Any]]:
     """The JSON-RPC messages of a server-sent-event stream, one per ``data`` block."""
     data: list[str] = []
     async for line in response.aiter_lines():
@@ -80,8 +78,8 @@ async def _sse_messages(response: httpx.Response) -> AsyncIterator[dict[str, Any
 class McpSession:
     """An initialised session with one MCP server."""
 
-    def __init__(self, http: httpx.AsyncClient, url: str, on_notification: Notification) -> None:
-        self._http = http
+    def __init__(self, client: http.Client, url: str, on_notification: Notification) -> None:
+        self._http = client
         self._url = url
         self._on_notification = on_notification
         self._ids = itertools.count(1)
@@ -160,7 +158,7 @@ class McpSession:
                             return answer
                     raise McpTransportError(f"{method}: the stream ended without an answer")
                 body = json.loads(await response.aread())
-        except httpx.HTTPError as exc:
+        except http.HttpError as exc:
             raise McpTransportError(f"{type(exc).__name__}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise McpTransportError(f"{method}: malformed answer: {exc}") from None
@@ -177,33 +175,35 @@ class McpSession:
             return
         try:
             async with self._http.stream(
-                "GET", self._url, headers=self._headers(), timeout=httpx.Timeout(None, connect=10)
+                "GET", self._url, headers=self._headers(), timeout=http.Timeout(None, connect=10)
             ) as response:
-                if response.status_code == httpx.codes.METHOD_NOT_ALLOWED:
+                if response.status_code == 405:
                     return
                 await self._check(response)
                 async for incoming in _sse_messages(response):
                     await self._route(incoming, None)
-        except httpx.HTTPError as exc:
+        except http.HttpError as exc:
             raise McpTransportError(f"{type(exc).__name__}: {exc}") from None
         raise McpTransportError("the server closed its event stream")
 
     async def close(self) -> None:
         if self.session_id:
             # The session dies with the server anyway if this does not get through.
-            with contextlib.suppress(httpx.HTTPError):
-                await self._http.delete(self._url, headers=self._headers())
+            with contextlib.suppress(http.HttpError):
+                await self._http.request("DELETE", self._url, headers=self._headers())
 
-    async def _check(self, response: httpx.Response) -> None:
-        if response.status_code == httpx.codes.NOT_FOUND and self.session_id:
+    async def _check(self, response: http.Answer) -> None:
+        if response.status_code == 404 and self.session_id:
             raise McpTransportError("the server forgot the session (404)")
         if response.status_code >= 400:
             raise McpTransportError(_error_text(response.status_code, await response.aread()))
 
     async def _post_only(self, message: dict[str, Any]) -> None:
         try:
-            response = await self._http.post(self._url, json=message, headers=self._headers())
-        except httpx.HTTPError as exc:
+            response = await self._http.request(
+                "POST", self._url, json=message, headers=self._headers()
+            )
+        except http.HttpError as exc:
             raise McpTransportError(f"{type(exc).__name__}: {exc}") from None
         await self._check(response)
 

@@ -15,10 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
+from runtime import http
 from runtime.birth import Limits, ModelSettings
-from runtime.http import transport
 from runtime.tools import ToolCall
 from runtime.trace import TraceWriter
 
@@ -313,11 +311,11 @@ class ModelClient:
         self.settings = settings
         self._limits = limits
         self._trace = trace
-        self._http = httpx.AsyncClient(
-            base_url=settings.base_url.rstrip("/") + "/",
-            transport=transport(settings.base_url, settings.socket_path),
+        self._http = http.client(
+            settings.base_url.rstrip("/") + "/",
+            socket_path=settings.socket_path,
             headers={"Authorization": f"Bearer {settings.api_key}"},
-            timeout=httpx.Timeout(settings.request_timeout_s, connect=10.0),
+            timeout=http.Timeout(settings.request_timeout_s, connect=10.0),
         )
         self._json_counter = 0
         # ``auto`` starts native and turns to JSON for good once the model shows it needs it.
@@ -441,21 +439,18 @@ class ModelClient:
     async def _once(self, body: dict[str, Any], *, json_tools: bool) -> ModelReply:
         started = time.monotonic()
         try:
-            response = await self._http.post("chat/completions", json=body)
-        except httpx.TimeoutException as exc:
-            # httpx's own message is often empty: say which limit ran out.
-            waited = (
-                10.0 if isinstance(exc, httpx.ConnectTimeout) else self.settings.request_timeout_s
-            )
-            what = (
-                "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for the answer"
-            )
+            response = await self._http.request("POST", "chat/completions", json=body)
+        except http.HttpTimeout as exc:
+            # Say which limit ran out.
+            connecting = isinstance(exc, http.ConnectTimeout)
+            waited = 10.0 if connecting else self.settings.request_timeout_s
+            what = "connecting" if connecting else "waiting for the answer"
             raise ProviderError(
                 f"model request timed out {what} ({waited:g} s)", retryable=True
             ) from None
-        except httpx.ConnectError as exc:
+        except http.ConnectError as exc:
             raise GatewayUnreachable(f"cannot reach the model endpoint: {exc}") from None
-        except httpx.TransportError as exc:
+        except http.HttpError as exc:
             raise ProviderError(
                 f"the model endpoint dropped the call: {exc}", retryable=True
             ) from None

@@ -97,14 +97,19 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 
 def schema_errors(schema: dict[str, Any], arguments: dict[str, Any], limit: int = 8) -> list[str]:
     """Every schema violation, briefly, with the argument path it concerns."""
-    # Imported on first use: most agents call no tool for a while, and it is slow to load.
-    from jsonschema import Draft202012Validator
+    from runtime.schema import errors
 
-    validator = Draft202012Validator(schema)
+    violations = errors(schema, arguments)
+    if violations is None:
+        # A schema beyond what runtime.schema covers. Imported only then: it is large.
+        from jsonschema import Draft202012Validator
+
+        validator = Draft202012Validator(schema)
+        violations = [(tuple(e.path), e.message) for e in validator.iter_errors(arguments)]
     found: list[str] = []
-    for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
-        where = ".".join(str(p) for p in err.path) or "(arguments)"
-        found.append(f"{where}: {err.message}")
+    for path, message in sorted(violations, key=lambda v: list(v[0])):
+        where = ".".join(str(p) for p in path) or "(arguments)"
+        found.append(f"{where}: {message}")
     if len(found) > limit:
         found = [*found[:limit], f"... and {len(found) - limit} more"]
     return found

@@ -3,8 +3,8 @@
 The platform runs this once with bytecode writing on and a pycache prefix set, so the
 compiled files land where sandboxes (which may not write them) look them up. Beyond the
 start-up imports it makes one HTTP exchange over a Unix socket and checks one tool
-argument, because httpx's transport and jsonschema's format checkers are imported lazily,
-on first use.
+argument, because what a first exchange and jsonschema's format checkers need is imported
+lazily, on first use.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ _MODULES = (
     "runtime.mcp_http",
     "runtime.filetools",
     "runtime.resume",
+    "runtime.schema",
 )
 
 
 async def _one_request(socket_path: str) -> None:
-    import httpx
+    from runtime import http
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
@@ -36,9 +37,9 @@ async def _one_request(socket_path: str) -> None:
         writer.close()
 
     server = await asyncio.start_unix_server(answer, path=socket_path)
-    transport = httpx.AsyncHTTPTransport(uds=socket_path)
-    async with server, httpx.AsyncClient(transport=transport) as client:
-        (await client.get("http://warm/")).json()
+    client = http.client("http://warm", socket_path=socket_path, timeout=http.Timeout(10.0))
+    async with server, client:
+        (await client.request("GET", "/")).json()
 
 
 def main() -> int:
