@@ -16,7 +16,9 @@ import json
 import logging
 import os
 import shutil
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
@@ -262,39 +264,86 @@ def start_agent_sandboxes(
         _drop_leases([row.host_uid for row in rows])
 
 
+def _launch(impl: SandboxBackend, spec: SandboxSpec, req: AgentSandboxRequest) -> SandboxHandle:
+    """The part of a start that touches only the host, never the database."""
+    impl.prepare(spec)
+    _write_home(spec, req)
+    return impl.start(spec)
+
+
+_START_ERRORS = (SandboxError, quota.QuotaError, OSError, ForgeError)
+
+
 def _start_rows(
     impl: SandboxBackend, rows: list[Sandbox], requests: Sequence[AgentSandboxRequest]
 ) -> list[Sandbox]:
-    started: list[Sandbox] = []
-    for row, req in zip(rows, requests, strict=True):
-        spec = replace(spec_for(row, req.argv), env=dict(req.env))
+    """Start every row's sandbox, a few at a time where the backend allows it: a start
+    mostly waits (mkfs, mount, bwrap setting up), so fifty agents need not queue.
+
+    The first one starts alone: it makes what the realm's sandboxes share (the shared
+    folder's mount), which concurrent starts would race to make. After a failure no new
+    start begins; whatever did start is stopped again and ForgeError names the agent."""
+    specs = [
+        replace(spec_for(row, req.argv), env=dict(req.env))
+        for row, req in zip(rows, requests, strict=True)
+    ]
+    failed = threading.Event()
+
+    def launch(index: int) -> SandboxHandle | None:
+        if failed.is_set():
+            return None
         try:
-            impl.prepare(spec)
-            _write_home(spec, req)
-            handle = impl.start(spec)
-        except (SandboxError, quota.QuotaError, OSError, ForgeError) as exc:
-            Sandbox.objects.filter(pk=row.pk).update(
-                state=Sandbox.State.FAILED, error=str(exc), stopped_at=timezone.now()
-            )
-            _undo(impl, started, rows, reason=f"agent {req.agent_id} failed to start")
-            raise ForgeError(f"agent {req.agent_id}: {exc}", req.agent_id) from exc
-        uids.drop(row.host_uid)
-        promoted = Sandbox.objects.filter(pk=row.pk, state=Sandbox.State.STARTING).update(
-            pid=handle.pid,
-            pid_start_time=handle.start_time,
-            ref=handle.ref,
-            state=Sandbox.State.RUNNING,
-            started_at=timezone.now(),
-        )
-        if not promoted:
-            # Stopped (elimination, kill switch) while it was starting: honour that.
-            impl.stop(spec, handle, 0)
-            Sandbox.objects.filter(pk=row.pk).update(
-                pid=handle.pid, pid_start_time=handle.start_time, ref=handle.ref
-            )
-        row.refresh_from_db()
+            return _launch(impl, specs[index], requests[index])
+        except BaseException:
+            failed.set()
+            raise
+
+    futures: list[Future[SandboxHandle | None]] = []
+    with ThreadPoolExecutor(max(1, min(impl.concurrent_starts, len(rows)))) as pool:
+        for index in range(len(rows)):
+            futures.append(pool.submit(launch, index))
+            if index == 0:
+                futures[0].exception()  # wait: the first start prepares what is shared
+    started: list[Sandbox] = []
+    problem: tuple[Sandbox, AgentSandboxRequest, BaseException] | None = None
+    for row, req, spec, future in zip(rows, requests, specs, futures, strict=True):
+        exc = future.exception()
+        if exc is not None:
+            problem = problem or (row, req, exc)
+            continue
+        handle = future.result()
+        if handle is None:
+            continue  # not begun: an earlier start had failed
+        _promote(impl, row, spec, handle)
         started.append(row)
+    if problem is not None:
+        row, req, exc = problem
+        Sandbox.objects.filter(pk=row.pk).update(
+            state=Sandbox.State.FAILED, error=str(exc), stopped_at=timezone.now()
+        )
+        _undo(impl, started, rows, reason=f"agent {req.agent_id} failed to start")
+        if not isinstance(exc, _START_ERRORS):
+            raise exc
+        raise ForgeError(f"agent {req.agent_id}: {exc}", req.agent_id) from exc
     return started
+
+
+def _promote(impl: SandboxBackend, row: Sandbox, spec: SandboxSpec, handle: SandboxHandle) -> None:
+    uids.drop(row.host_uid)
+    promoted = Sandbox.objects.filter(pk=row.pk, state=Sandbox.State.STARTING).update(
+        pid=handle.pid,
+        pid_start_time=handle.start_time,
+        ref=handle.ref,
+        state=Sandbox.State.RUNNING,
+        started_at=timezone.now(),
+    )
+    if not promoted:
+        # Stopped (elimination, kill switch) while it was starting: honour that.
+        impl.stop(spec, handle, 0)
+        Sandbox.objects.filter(pk=row.pk).update(
+            pid=handle.pid, pid_start_time=handle.start_time, ref=handle.ref
+        )
+    row.refresh_from_db()
 
 
 def deliver_birth(realm_id: str, agent_id: str, birth_config: str) -> None:

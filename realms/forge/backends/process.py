@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 
 class ProcessBackend:
     name = "process"
+    # A start is a fork and a wait for the child to run; a few at once overlap the waits.
+    concurrent_starts = 4
 
     def prepare(self, spec: SandboxSpec) -> None:
         host.prepare_dirs(spec, cap_disks=False)

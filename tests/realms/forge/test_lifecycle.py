@@ -256,6 +256,26 @@ def test_partial_failure_tears_down_and_names_the_agent(make_realm):
     assert not os.path.ismount(layout.home_dir(rid, "alpha"))
 
 
+def test_a_failure_among_concurrent_starts_leaves_nothing_running(make_realm):
+    # Starts overlap, so agents after the failing one may have started already: they
+    # must be stopped and released as surely as the ones before it.
+    rid = make_realm().realm_id
+    names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    bad_image = layout.home_image(rid, "charlie")
+    bad_image.parent.mkdir(parents=True)
+    bad_image.write_bytes(b"not a filesystem" * 1000)
+    with pytest.raises(ForgeError) as failure:
+        start(rid, [script_request(name, SLEEPER) for name in names])
+    assert failure.value.agent_id == "charlie"
+    rows = {row.agent_id: row for row in Sandbox.objects.filter(realm_id=rid)}
+    assert rows["charlie"].state == Sandbox.State.FAILED
+    for name in names:
+        row = rows[name]
+        assert row.state in (Sandbox.State.STOPPED, Sandbox.State.FAILED), name
+        assert processes_of(row.host_uid, 0) == [], name
+        assert not os.path.ismount(layout.home_dir(rid, name)), name
+
+
 def test_reap_removes_orphans(make_realm):
     finished = make_realm()
     rows = start(finished.realm_id, [script_request("alpha", SLEEPER)])
