@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from realms.forge import layout, quota, uids
+from realms.forge import layout, procs, quota, uids
 from realms.forge.backends import SandboxBackend, SandboxError, get_backend
 from realms.forge.command import runtime_argv
 from realms.forge.models import Sandbox
@@ -271,6 +271,8 @@ def _launch(impl: SandboxBackend, spec: SandboxSpec, req: AgentSandboxRequest) -
     return impl.start(spec)
 
 
+# The niceness of a runtime waiting for its birth config (see SandboxSpec.start_niceness).
+WAITING_NICENESS = 10
 _START_ERRORS = (SandboxError, quota.QuotaError, OSError, ForgeError)
 
 
@@ -284,7 +286,11 @@ def _start_rows(
     folder's mount), which concurrent starts would race to make. After a failure no new
     start begins; whatever did start is stopped again and ForgeError names the agent."""
     specs = [
-        replace(spec_for(row, req.argv), env=dict(req.env))
+        replace(
+            spec_for(row, req.argv),
+            env=dict(req.env),
+            start_niceness=WAITING_NICENESS if req.birth_config is None else 0,
+        )
         for row, req in zip(rows, requests, strict=True)
     ]
     failed = threading.Event()
@@ -354,6 +360,9 @@ def deliver_birth(realm_id: str, agent_id: str, birth_config: str) -> None:
     ).first()
     if row is None:
         raise ForgeError(f"agent {agent_id}: no running sandbox to hand a birth config", agent_id)
+    if row.pid:
+        # Started low while it waited (WAITING_NICENESS); from now on it is an agent.
+        procs.set_tree_niceness(row.pid, row.pid_start_time, 0)
     _write_birth(spec_for(row), birth_config)
 
 

@@ -78,6 +78,10 @@ class SandboxSpec:
     egress: Egress = Egress.MODEL_ONLY
     argv: tuple[str, ...] = field(default_factory=_runtime_argv)
     env: Mapping[str, str] = field(default_factory=dict)
+    #: The niceness the sandbox starts with (process-based backends). A runtime that
+    #: waits for its birth config starts low, so the platform building the bus meanwhile
+    #: is not slowed by fifty interpreters loading their code; the birth raises it to 0.
+    start_niceness: int = 0
 
     def full_env(self) -> dict[str, str]:
         return {**base_env(), **self.env}

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from realms.forge.outputs import capture_outputs
 from realms.forge.reap import reap
 from realms.forge.runcode import OUTPUT_LIMIT, run_code
 from realms.forge.services import (
+    WAITING_NICENESS,
     AgentSandboxRequest,
     ForgeError,
     deliver_birth,
@@ -370,6 +372,37 @@ def test_a_runtime_started_early_waits_for_its_delivered_birth_config(make_realm
     assert not list(birth.parent.glob("*.part"))
     text = wait_for_file(layout.log_path(rid, "alpha"), done="bad birth config")
     assert "nonsense" in text, text
+
+
+NICENESS_PROBE = r"""
+import os, threading, time
+birth = "/home/agent/.bearpit/birth.json"
+open("/home/agent/waiting.txt", "w").write(str(os.nice(0)))
+def report(name):
+    # os.nice(0) reads the calling thread's own niceness.
+    while not os.path.exists(birth):
+        time.sleep(0.02)
+    time.sleep(0.1)
+    open(f"/home/agent/{name}.txt", "w").write(str(os.nice(0)))
+worker = threading.Thread(target=report, args=("thread",))
+worker.start()
+report("main")
+worker.join()
+time.sleep(300)
+"""
+
+
+def test_a_waiting_runtime_starts_at_low_priority_and_its_birth_restores_it(make_realm):
+    # While the bus is built the waiting runtimes must yield the CPU to the platform;
+    # once born they are agents like any other, every thread of them.
+    rid = make_realm().realm_id
+    request = replace(script_request("alpha", NICENESS_PROBE), birth_config=None)
+    start(rid, [request])
+    home = layout.home_dir(rid, "alpha")
+    assert wait_for_file(home / "waiting.txt") == str(WAITING_NICENESS)
+    deliver_birth(rid, "alpha", json.dumps({"born": True}))
+    assert wait_for_file(home / "main.txt") == "0"
+    assert wait_for_file(home / "thread.txt") == "0"
 
 
 GRACEFUL = r"""
