@@ -272,7 +272,7 @@ def _launch(impl: SandboxBackend, spec: SandboxSpec, req: AgentSandboxRequest) -
 
 
 # The niceness of a runtime waiting for its birth config (see SandboxSpec.start_niceness).
-WAITING_NICENESS = 10
+WAITING_NICENESS = 19
 _START_ERRORS = (SandboxError, quota.QuotaError, OSError, ForgeError)
 
 

@@ -72,7 +72,7 @@ class BwrapBackend:
         lease = uids.held_fd(spec.host_uid)
         if lease is None:
             raise SandboxError(f"agent {spec.agent_id}: uid {spec.host_uid} is not leased")
-        command = bwrap_command(spec, list(spec.argv), exec_mode=False, sync_fd=lease)
+        command = bwrap_command(spec, spec.niced(spec.argv), exec_mode=False, sync_fd=lease)
         return host.start_detached(
             spec, command, spec.full_env(), ready_uid=spec.host_uid, pass_fds=[lease]
         )

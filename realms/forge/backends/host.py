@@ -107,7 +107,6 @@ def launch(
     join = [str(p) for p in groups.procs_files()] if groups is not None else []
     argv = [
         "/bin/sh", "-c", _JOIN, "sh", *join, "--",
-        *(["nice", "-n", str(spec.start_niceness)] if spec.start_niceness else []),
         "prlimit", *rlimit_args(spec, memory_by_cgroup=groups is not None), "--",
         *command,
     ]  # fmt: skip

@@ -34,7 +34,7 @@ class ProcessBackend:
         )
         argv = [self._host_path(spec, part) for part in spec.argv]
         env = {**spec.full_env(), "HOME": str(spec.home), "BEARPIT_SOCKETS": str(spec.sockets)}
-        command = ["/bin/sh", "-c", f'cd "{spec.home}" && exec "$@"', "sh", *argv]
+        command = ["/bin/sh", "-c", f'cd "{spec.home}" && exec "$@"', "sh", *spec.niced(argv)]
         return host.start_detached(spec, command, env, ready_uid=None)
 
     def alive(self, spec: SandboxSpec, handle: SandboxHandle) -> bool:
