@@ -17,7 +17,7 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -241,6 +241,7 @@ def start_agent_sandboxes(
     egress: Egress | str = Egress.MODEL_ONLY,
     limits: Limits | None = None,
     backend: str | None = None,
+    on_started: Callable[[Sandbox], None] | None = None,
 ) -> list[Sandbox]:
     """Start one sandbox per request with the runtime inside. If any agent fails, every
     sandbox started here is torn down and ForgeError names the agent and the reason."""
@@ -258,7 +259,7 @@ def start_agent_sandboxes(
         realm_id, requests, chosen, shared=shared_folder, egress=egress, limits=caps
     )
     try:
-        return _start_rows(impl, rows, requests)
+        return _start_rows(impl, rows, requests, on_started)
     finally:
         # Each started sandbox holds its own lease now; failed ones need none.
         _drop_leases([row.host_uid for row in rows])
@@ -277,14 +278,19 @@ _START_ERRORS = (SandboxError, quota.QuotaError, OSError, ForgeError)
 
 
 def _start_rows(
-    impl: SandboxBackend, rows: list[Sandbox], requests: Sequence[AgentSandboxRequest]
+    impl: SandboxBackend,
+    rows: list[Sandbox],
+    requests: Sequence[AgentSandboxRequest],
+    on_started: Callable[[Sandbox], None] | None = None,
 ) -> list[Sandbox]:
     """Start every row's sandbox, a few at a time where the backend allows it: a start
     mostly waits (mkfs, mount, bwrap setting up), so fifty agents need not queue.
 
     The first one starts alone: it makes what the realm's sandboxes share (the shared
     folder's mount), which concurrent starts would race to make. After a failure no new
-    start begins; whatever did start is stopped again and ForgeError names the agent."""
+    start begins; whatever did start is stopped again and ForgeError names the agent.
+    ``on_started`` is called, in this thread, with each row once it is started, in order;
+    it must not raise (the caller keeps its own failure for later)."""
     specs = [
         replace(
             spec_for(row, req.argv),
@@ -305,23 +311,26 @@ def _start_rows(
             raise
 
     futures: list[Future[SandboxHandle | None]] = []
-    with ThreadPoolExecutor(max(1, min(impl.concurrent_starts, len(rows)))) as pool:
-        for index in range(len(rows)):
-            futures.append(pool.submit(launch, index))
-            if index == 0:
-                futures[0].exception()  # wait: the first start prepares what is shared
     started: list[Sandbox] = []
     problem: tuple[Sandbox, AgentSandboxRequest, BaseException] | None = None
-    for row, req, spec, future in zip(rows, requests, specs, futures, strict=True):
-        exc = future.exception()
-        if exc is not None:
-            problem = problem or (row, req, exc)
-            continue
-        handle = future.result()
-        if handle is None:
-            continue  # not begun: an earlier start had failed
-        _promote(impl, row, spec, handle)
-        started.append(row)
+    with ThreadPoolExecutor(max(1, min(impl.concurrent_starts, len(rows)))) as pool:
+        futures.append(pool.submit(launch, 0))
+        futures[0].exception()  # wait: the first start prepares what is shared
+        futures += [pool.submit(launch, index) for index in range(1, len(rows))]
+        # Each sandbox is promoted as soon as it (and every one before it) runs, so the
+        # caller may hand it its birth config while the later ones still start.
+        for row, req, spec, future in zip(rows, requests, specs, futures, strict=True):
+            exc = future.exception()
+            if exc is not None:
+                problem = problem or (row, req, exc)
+                continue
+            handle = future.result()
+            if handle is None:
+                continue  # not begun: an earlier start had failed
+            _promote(impl, row, spec, handle)
+            started.append(row)
+            if problem is None and on_started is not None:
+                on_started(row)
     if problem is not None:
         row, req, exc = problem
         Sandbox.objects.filter(pk=row.pk).update(

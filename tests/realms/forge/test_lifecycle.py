@@ -278,6 +278,27 @@ def test_a_failure_among_concurrent_starts_leaves_nothing_running(make_realm):
         assert not os.path.ismount(layout.home_dir(rid, name)), name
 
 
+def test_each_sandbox_is_handed_over_as_soon_as_it_runs(make_realm):
+    # Provisioning delivers a birth config from this callback, so it must come once per
+    # agent, in order, with the sandbox already running and its birth deliverable.
+    rid = make_realm().realm_id
+    seen: list[tuple[str, str]] = []
+
+    def started(row: Sandbox) -> None:
+        seen.append((row.agent_id, Sandbox.objects.get(pk=row.pk).state))
+        deliver_birth(rid, row.agent_id, json.dumps({"agent": row.agent_id}))
+
+    names = ["alpha", "bravo", "charlie"]
+    start(
+        rid,
+        [replace(script_request(n, SLEEPER), birth_config=None) for n in names],
+        on_started=started,
+    )
+    assert seen == [(n, Sandbox.State.RUNNING) for n in names]
+    for name in names:
+        assert json.loads(layout.birth_path(rid, name).read_text()) == {"agent": name}
+
+
 def test_reap_removes_orphans(make_realm):
     finished = make_realm()
     rows = start(finished.realm_id, [script_request("alpha", SLEEPER)])
