@@ -78,6 +78,22 @@ def descendants(pid: int | None) -> list[int]:
     return found
 
 
+def set_tree_niceness(pid: int, started: int | None, niceness: int) -> None:
+    """Give the process and its descendants ``niceness`` (lowering it needs root);
+    nothing happens if ``pid`` is no longer the process that ``started`` names."""
+    if not is_same_process(pid, started):
+        return
+    for member in [pid, *descendants(pid)]:
+        # Linux keeps a niceness per thread: every thread of each process is set.
+        try:
+            threads = [int(t.name) for t in Path(f"/proc/{member}/task").iterdir()]
+        except OSError:
+            threads = [member]
+        for thread in threads:
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, thread, niceness)
+
+
 def signal_pid(pid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signum)

@@ -16,7 +16,9 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
@@ -24,7 +26,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from realms.forge import layout, quota, uids
+from realms.forge import layout, procs, quota, uids
 from realms.forge.backends import SandboxBackend, SandboxError, get_backend
 from realms.forge.command import runtime_argv
 from realms.forge.models import Sandbox
@@ -239,6 +241,7 @@ def start_agent_sandboxes(
     egress: Egress | str = Egress.MODEL_ONLY,
     limits: Limits | None = None,
     backend: str | None = None,
+    on_started: Callable[[Sandbox], None] | None = None,
 ) -> list[Sandbox]:
     """Start one sandbox per request with the runtime inside. If any agent fails, every
     sandbox started here is torn down and ForgeError names the agent and the reason."""
@@ -256,45 +259,106 @@ def start_agent_sandboxes(
         realm_id, requests, chosen, shared=shared_folder, egress=egress, limits=caps
     )
     try:
-        return _start_rows(impl, rows, requests)
+        return _start_rows(impl, rows, requests, on_started)
     finally:
         # Each started sandbox holds its own lease now; failed ones need none.
         _drop_leases([row.host_uid for row in rows])
 
 
+def _launch(impl: SandboxBackend, spec: SandboxSpec, req: AgentSandboxRequest) -> SandboxHandle:
+    """The part of a start that touches only the host, never the database."""
+    impl.prepare(spec)
+    _write_home(spec, req)
+    return impl.start(spec)
+
+
+# The niceness of a runtime waiting for its birth config (see SandboxSpec.start_niceness).
+WAITING_NICENESS = 19
+_START_ERRORS = (SandboxError, quota.QuotaError, OSError, ForgeError)
+
+
 def _start_rows(
-    impl: SandboxBackend, rows: list[Sandbox], requests: Sequence[AgentSandboxRequest]
+    impl: SandboxBackend,
+    rows: list[Sandbox],
+    requests: Sequence[AgentSandboxRequest],
+    on_started: Callable[[Sandbox], None] | None = None,
 ) -> list[Sandbox]:
-    started: list[Sandbox] = []
-    for row, req in zip(rows, requests, strict=True):
-        spec = replace(spec_for(row, req.argv), env=dict(req.env))
-        try:
-            impl.prepare(spec)
-            _write_home(spec, req)
-            handle = impl.start(spec)
-        except (SandboxError, quota.QuotaError, OSError, ForgeError) as exc:
-            Sandbox.objects.filter(pk=row.pk).update(
-                state=Sandbox.State.FAILED, error=str(exc), stopped_at=timezone.now()
-            )
-            _undo(impl, started, rows, reason=f"agent {req.agent_id} failed to start")
-            raise ForgeError(f"agent {req.agent_id}: {exc}", req.agent_id) from exc
-        uids.drop(row.host_uid)
-        promoted = Sandbox.objects.filter(pk=row.pk, state=Sandbox.State.STARTING).update(
-            pid=handle.pid,
-            pid_start_time=handle.start_time,
-            ref=handle.ref,
-            state=Sandbox.State.RUNNING,
-            started_at=timezone.now(),
+    """Start every row's sandbox, a few at a time where the backend allows it: a start
+    mostly waits (mkfs, mount, bwrap setting up), so fifty agents need not queue.
+
+    The first one starts alone: it makes what the realm's sandboxes share (the shared
+    folder's mount), which concurrent starts would race to make. After a failure no new
+    start begins; whatever did start is stopped again and ForgeError names the agent.
+    ``on_started`` is called, in this thread, with each row once it is started, in order;
+    it must not raise (the caller keeps its own failure for later)."""
+    specs = [
+        replace(
+            spec_for(row, req.argv),
+            env=dict(req.env),
+            start_niceness=WAITING_NICENESS if req.birth_config is None else 0,
         )
-        if not promoted:
-            # Stopped (elimination, kill switch) while it was starting: honour that.
-            impl.stop(spec, handle, 0)
-            Sandbox.objects.filter(pk=row.pk).update(
-                pid=handle.pid, pid_start_time=handle.start_time, ref=handle.ref
-            )
-        row.refresh_from_db()
-        started.append(row)
+        for row, req in zip(rows, requests, strict=True)
+    ]
+    failed = threading.Event()
+
+    def launch(index: int) -> SandboxHandle | None:
+        if failed.is_set():
+            return None
+        try:
+            return _launch(impl, specs[index], requests[index])
+        except BaseException:
+            failed.set()
+            raise
+
+    futures: list[Future[SandboxHandle | None]] = []
+    started: list[Sandbox] = []
+    problem: tuple[Sandbox, AgentSandboxRequest, BaseException] | None = None
+    with ThreadPoolExecutor(max(1, min(impl.concurrent_starts, len(rows)))) as pool:
+        futures.append(pool.submit(launch, 0))
+        futures[0].exception()  # wait: the first start prepares what is shared
+        futures += [pool.submit(launch, index) for index in range(1, len(rows))]
+        # Each sandbox is promoted as soon as it (and every one before it) runs, so the
+        # caller may hand it its birth config while the later ones still start.
+        for row, req, spec, future in zip(rows, requests, specs, futures, strict=True):
+            exc = future.exception()
+            if exc is not None:
+                problem = problem or (row, req, exc)
+                continue
+            handle = future.result()
+            if handle is None:
+                continue  # not begun: an earlier start had failed
+            _promote(impl, row, spec, handle)
+            started.append(row)
+            if problem is None and on_started is not None:
+                on_started(row)
+    if problem is not None:
+        row, req, exc = problem
+        Sandbox.objects.filter(pk=row.pk).update(
+            state=Sandbox.State.FAILED, error=str(exc), stopped_at=timezone.now()
+        )
+        _undo(impl, started, rows, reason=f"agent {req.agent_id} failed to start")
+        if not isinstance(exc, _START_ERRORS):
+            raise exc
+        raise ForgeError(f"agent {req.agent_id}: {exc}", req.agent_id) from exc
     return started
+
+
+def _promote(impl: SandboxBackend, row: Sandbox, spec: SandboxSpec, handle: SandboxHandle) -> None:
+    uids.drop(row.host_uid)
+    promoted = Sandbox.objects.filter(pk=row.pk, state=Sandbox.State.STARTING).update(
+        pid=handle.pid,
+        pid_start_time=handle.start_time,
+        ref=handle.ref,
+        state=Sandbox.State.RUNNING,
+        started_at=timezone.now(),
+    )
+    if not promoted:
+        # Stopped (elimination, kill switch) while it was starting: honour that.
+        impl.stop(spec, handle, 0)
+        Sandbox.objects.filter(pk=row.pk).update(
+            pid=handle.pid, pid_start_time=handle.start_time, ref=handle.ref
+        )
+    row.refresh_from_db()
 
 
 def deliver_birth(realm_id: str, agent_id: str, birth_config: str) -> None:
@@ -305,6 +369,9 @@ def deliver_birth(realm_id: str, agent_id: str, birth_config: str) -> None:
     ).first()
     if row is None:
         raise ForgeError(f"agent {agent_id}: no running sandbox to hand a birth config", agent_id)
+    if row.pid:
+        # Started low while it waited (WAITING_NICENESS); from now on it is an agent.
+        procs.set_tree_niceness(row.pid, row.pid_start_time, 0)
     _write_birth(spec_for(row), birth_config)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -78,6 +78,17 @@ class SandboxSpec:
     egress: Egress = Egress.MODEL_ONLY
     argv: tuple[str, ...] = field(default_factory=_runtime_argv)
     env: Mapping[str, str] = field(default_factory=dict)
+    #: The niceness the sandbox starts with (process-based backends). A runtime that
+    #: waits for its birth config starts low, so the platform building the bus meanwhile
+    #: is not slowed by fifty interpreters loading their code; the birth raises it to 0.
+    start_niceness: int = 0
+
+    def niced(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` run at ``start_niceness``. Backends put it after their own set-up
+        (bwrap, setpriv), which must not wait behind other sandboxes' runtimes."""
+        if not self.start_niceness:
+            return list(argv)
+        return ["/usr/bin/nice", "-n", str(self.start_niceness), *argv]
 
     def full_env(self) -> dict[str, str]:
         return {**base_env(), **self.env}

@@ -122,10 +122,10 @@ def _concurrently(
 
 
 def _matrix_user(client: MatrixClient, realm_id: str, agent: BusAgent) -> tuple[str, Login]:
-    localpart = agent_localpart(realm_id, agent.agent_id)
-    user_id = client.register(localpart)
+    # One call makes the user and its token (the login is needed only on a resume).
+    user_id, login = client.register_and_login(agent_localpart(realm_id, agent.agent_id))
     client.set_displayname(user_id, agent.agent_id)
-    return user_id, client.login(localpart)
+    return user_id, login
 
 
 def _ensure_users(client: MatrixClient, bus: BusRealm, agents: list[BusAgent]) -> dict[str, str]:

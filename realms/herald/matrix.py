@@ -153,6 +153,23 @@ class MatrixClient:
                 raise
         return self.mxid(localpart)
 
+    def register_and_login(self, localpart: str) -> tuple[str, Login]:
+        """Register a namespace user and take its first token in the same call; a user
+        that already exists (a resumed run) gets a new token from a login instead."""
+        try:
+            data = self.request(
+                "POST",
+                "/_matrix/client/v3/register",
+                body={"type": "m.login.application_service", "username": localpart},
+                what=f"register {localpart}",
+            )
+        except MatrixError as exc:
+            if exc.errcode != "M_USER_IN_USE":
+                raise
+            return self.mxid(localpart), self.login(localpart)
+        login = Login(access_token=str(data["access_token"]), device_id=str(data["device_id"]))
+        return self.mxid(localpart), login
+
     def login(self, localpart: str, device_id: str | None = None) -> Login:
         body: dict[str, Any] = {
             "type": "m.login.application_service",

@@ -175,28 +175,56 @@ class _EarlySandboxes:
 
     An agent's interpreter start-up is most of the time it takes to come alive, and it
     needs nothing from the bus; so the runtimes load their code meanwhile and wait for
-    their birth configs. ``result`` re-raises a failure of the thread.
+    their birth configs. Once ``hand_births`` has them, each sandbox gets its config as
+    soon as it runs, in this thread, so a birth never races the thread's own teardown
+    of a failed start. ``result`` re-raises a failure of the thread.
     """
 
     def __init__(self, realm: Realm) -> None:
         env = plan_of(realm).environment
-        self._realm_id = realm.realm_id
+        self._realm = realm
         self._requests = _launch_requests(realm)
         self._shared = env.shared_folder
         self._egress = env.network_egress
         self._rows: list[Sandbox] = []
         self._error: BaseException | None = None
+        self._births: dict[str, str] | None = None
+        self._births_ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="realm-sandboxes", daemon=True)
         self._thread.start()
+
+    def hand_births(self, births: dict[str, str]) -> None:
+        self._births = births
+        self._births_ready.set()
+
+    def abandon(self) -> None:
+        """Provisioning failed elsewhere: deliver nothing, just finish starting."""
+        self._births_ready.set()
+
+    def _deliver(self, row: Sandbox) -> None:
+        self._births_ready.wait()
+        if self._births is None or self._error is not None:
+            return
+        try:
+            deliver_birth(self._realm.realm_id, row.agent_id, self._births[row.agent_id])
+            RealmAgent.objects.filter(realm=self._realm, agent_id=row.agent_id).update(
+                state=RealmAgent.State.RUNNING, sandbox_id=str(row.pk)
+            )
+        except Exception as exc:  # reported by result(); the realm is then torn down
+            self._error = exc
 
     def _run(self) -> None:
         try:
             bytecode.wait_compiled()
             self._rows = start_agent_sandboxes(
-                self._realm_id, self._requests, shared_folder=self._shared, egress=self._egress
+                self._realm.realm_id,
+                self._requests,
+                shared_folder=self._shared,
+                egress=self._egress,
+                on_started=self._deliver,
             )
         except BaseException as exc:  # handed to the provisioning thread by result()
-            self._error = exc
+            self._error = self._error or exc
         finally:
             connections.close_all()
 
@@ -226,15 +254,11 @@ def provision_realm(realm_id: str) -> Realm | None:
             allow_side_channels=realm_plan.environment.allow_side_channels,
         )
         keys = _mint_keys(realm)
-        births = _births(realm, bus, keys)
-        rows = sandboxes.result()
-        for row in rows:
-            deliver_birth(realm_id, row.agent_id, births[row.agent_id])
-            RealmAgent.objects.filter(realm=realm, agent_id=row.agent_id).update(
-                state=RealmAgent.State.RUNNING, sandbox_id=str(row.pk)
-            )
+        sandboxes.hand_births(_births(realm, bus, keys))
+        sandboxes.result()
     except Exception as exc:
         if sandboxes is not None:
+            sandboxes.abandon()
             sandboxes.join()  # tear down only once nothing is starting any more
         log.exception("provisioning %s failed", realm_id)
         fail_realm(realm, f"provisioning failed: {type(exc).__name__}: {exc}")

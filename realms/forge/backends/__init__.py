@@ -16,6 +16,8 @@ class SandboxError(RuntimeError):
 
 class SandboxBackend(Protocol):
     name: str
+    #: How many sandboxes of one realm may be prepared and started at the same time.
+    concurrent_starts: int
 
     def prepare(self, spec: SandboxSpec) -> None:
         """Create the on-disk parts (capped home, shared folder, /etc files)."""

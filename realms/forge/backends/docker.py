@@ -56,6 +56,8 @@ def container_name(spec: SandboxSpec, suffix: str = "") -> str:
 
 class DockerBackend:
     name = "docker"
+    # One engine call at a time: the client is shared and the engine queues anyway.
+    concurrent_starts = 1
 
     def __init__(self) -> None:
         self._docker: Any = None

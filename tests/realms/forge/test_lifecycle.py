@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from realms.forge.outputs import capture_outputs
 from realms.forge.reap import reap
 from realms.forge.runcode import OUTPUT_LIMIT, run_code
 from realms.forge.services import (
+    WAITING_NICENESS,
     AgentSandboxRequest,
     ForgeError,
     deliver_birth,
@@ -256,6 +258,47 @@ def test_partial_failure_tears_down_and_names_the_agent(make_realm):
     assert not os.path.ismount(layout.home_dir(rid, "alpha"))
 
 
+def test_a_failure_among_concurrent_starts_leaves_nothing_running(make_realm):
+    # Starts overlap, so agents after the failing one may have started already: they
+    # must be stopped and released as surely as the ones before it.
+    rid = make_realm().realm_id
+    names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    bad_image = layout.home_image(rid, "charlie")
+    bad_image.parent.mkdir(parents=True)
+    bad_image.write_bytes(b"not a filesystem" * 1000)
+    with pytest.raises(ForgeError) as failure:
+        start(rid, [script_request(name, SLEEPER) for name in names])
+    assert failure.value.agent_id == "charlie"
+    rows = {row.agent_id: row for row in Sandbox.objects.filter(realm_id=rid)}
+    assert rows["charlie"].state == Sandbox.State.FAILED
+    for name in names:
+        row = rows[name]
+        assert row.state in (Sandbox.State.STOPPED, Sandbox.State.FAILED), name
+        assert processes_of(row.host_uid, 0) == [], name
+        assert not os.path.ismount(layout.home_dir(rid, name)), name
+
+
+def test_each_sandbox_is_handed_over_as_soon_as_it_runs(make_realm):
+    # Provisioning delivers a birth config from this callback, so it must come once per
+    # agent, in order, with the sandbox already running and its birth deliverable.
+    rid = make_realm().realm_id
+    seen: list[tuple[str, str]] = []
+
+    def started(row: Sandbox) -> None:
+        seen.append((row.agent_id, Sandbox.objects.get(pk=row.pk).state))
+        deliver_birth(rid, row.agent_id, json.dumps({"agent": row.agent_id}))
+
+    names = ["alpha", "bravo", "charlie"]
+    start(
+        rid,
+        [replace(script_request(n, SLEEPER), birth_config=None) for n in names],
+        on_started=started,
+    )
+    assert seen == [(n, Sandbox.State.RUNNING) for n in names]
+    for name in names:
+        assert json.loads(layout.birth_path(rid, name).read_text()) == {"agent": name}
+
+
 def test_reap_removes_orphans(make_realm):
     finished = make_realm()
     rows = start(finished.realm_id, [script_request("alpha", SLEEPER)])
@@ -350,6 +393,37 @@ def test_a_runtime_started_early_waits_for_its_delivered_birth_config(make_realm
     assert not list(birth.parent.glob("*.part"))
     text = wait_for_file(layout.log_path(rid, "alpha"), done="bad birth config")
     assert "nonsense" in text, text
+
+
+NICENESS_PROBE = r"""
+import os, threading, time
+birth = "/home/agent/.bearpit/birth.json"
+open("/home/agent/waiting.txt", "w").write(str(os.nice(0)))
+def report(name):
+    # os.nice(0) reads the calling thread's own niceness.
+    while not os.path.exists(birth):
+        time.sleep(0.02)
+    time.sleep(0.1)
+    open(f"/home/agent/{name}.txt", "w").write(str(os.nice(0)))
+worker = threading.Thread(target=report, args=("thread",))
+worker.start()
+report("main")
+worker.join()
+time.sleep(300)
+"""
+
+
+def test_a_waiting_runtime_starts_at_low_priority_and_its_birth_restores_it(make_realm):
+    # While the bus is built the waiting runtimes must yield the CPU to the platform;
+    # once born they are agents like any other, every thread of them.
+    rid = make_realm().realm_id
+    request = replace(script_request("alpha", NICENESS_PROBE), birth_config=None)
+    start(rid, [request])
+    home = layout.home_dir(rid, "alpha")
+    assert wait_for_file(home / "waiting.txt") == str(WAITING_NICENESS)
+    deliver_birth(rid, "alpha", json.dumps({"born": True}))
+    assert wait_for_file(home / "main.txt") == "0"
+    assert wait_for_file(home / "thread.txt") == "0"
 
 
 GRACEFUL = r"""

@@ -50,6 +50,23 @@ def test_provisioning_again_reuses_users_and_rooms(homeserver, small_bus, realm_
     assert agent_credentials(realm_id, "alice").access_token == before.access_token
 
 
+def test_a_user_made_before_a_failure_gets_a_working_token_on_the_retry(
+    homeserver, small_bus, realm_id, agent_client
+):
+    # The homeserver made bob, but his token never reached the database (the run failed
+    # first): the retry must log in as the existing user rather than give up.
+    BusUser.objects.filter(user_id=small_bus.users["bob"]).update(token_encrypted="")
+    again = provision_bus(
+        realm_id,
+        [BusAgent("alice"), BusAgent("bob"), BusAgent("judge", role="referee")],
+        turns=False,
+        allow_side_channels=False,
+    )
+    assert again.users["bob"] == small_bus.users["bob"]
+    whoami = agent_client(realm_id, "bob").get("/_matrix/client/v3/account/whoami")
+    assert whoami.json()["user_id"] == small_bus.users["bob"]
+
+
 def test_dm_rooms_follow_peers_and_include_referee(homeserver, realm_id):
     agents = [
         BusAgent("ann", private_messaging={"enabled": True, "peers": ["bea"]}),
