@@ -15,7 +15,7 @@ from runtime.trace import TraceWriter
 SYNC_TIMEOUT_MS = 30_000
 SEND_ATTEMPTS = 5
 MAX_REPLY_CHARS = 30_000  # Matrix events are capped at 64 KiB
-_FILTER = {
+SYNC_FILTER = {
     "room": {
         "timeline": {"limit": 100, "types": ["m.room.message"]},
         "state": {"lazy_load_members": True, "types": []},
@@ -112,7 +112,7 @@ class MatrixBus:
         wanted = set(self._rooms)
         while True:
             try:
-                resp = await self.client.sync(_FILTER, since, SYNC_TIMEOUT_MS if since else 0)
+                resp = await self.client.sync(SYNC_FILTER, since, SYNC_TIMEOUT_MS if since else 0)
                 since_next = str(resp["next_batch"])
             except (MatrixError, KeyError) as exc:
                 # The homeserver is restarting or unreachable: keep the token, try again.
