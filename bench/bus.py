@@ -1,7 +1,8 @@
 """Benchmark of a realm's bus: N agent clients exchange M messages on a real Synapse.
 
-Each agent is a matrix-nio client on the homeserver's Unix socket, with its own
-token, syncing its rooms. Two phases, each counting lost and duplicated messages:
+Each agent is the runtime's own Matrix bus (``runtime.matrix_bus.MatrixBus``: its
+client on the homeserver's Unix socket, its sync filter, its long-poll loop), with its
+own token, syncing its rooms. Two phases, each counting lost and duplicated messages:
 
 * **paced** — ``--messages`` sent open-loop at ``--rate`` messages/s (all agents
   together, round-robin). Each send starts at its scheduled instant whether or not
@@ -62,9 +63,7 @@ import django
 
 django.setup()
 
-import aiohttp  # noqa: E402
 import httpx  # noqa: E402
-import nio  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 
@@ -73,7 +72,11 @@ from chronicle.models import Message  # noqa: E402
 from realms.herald.bus import BusAgent, agent_credentials, provision_bus  # noqa: E402
 from realms.herald.config import HomeserverConfig, load_registration  # noqa: E402
 from realms.herald.homeserver import free_port, start_homeserver  # noqa: E402
-from realms.herald.matrix import UDS_HEADERS  # noqa: E402
+from runtime.birth import BusSettings  # noqa: E402
+from runtime.bus import BusMessage  # noqa: E402
+from runtime.matrix_bus import MatrixBus  # noqa: E402
+from runtime.matrix_http import MatrixError, new_txn_id  # noqa: E402
+from runtime.trace import Redactor, TraceWriter  # noqa: E402
 
 DRAIN_S = 30.0
 
@@ -127,9 +130,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-# A timeline limit well above one sync's worth of messages: with the default (10) a
-# busy room gives "limited" syncs that skip events. Only messages, no room state, no
-# ephemeral events: what an agent reads, and the least work for the homeserver.
+# The runtime's own filter (runtime/matrix_bus.py) is what the clients sync with. The two
+# below are kept to measure the difference (--filter): "lean" is the runtime's without lazy
+# loading of members and with a larger timeline, "wide" the broader filter used before.
 LEAN_FILTER = {
     "room": {
         "timeline": {"limit": 500, "types": ["m.room.message"]},
@@ -140,7 +143,6 @@ LEAN_FILTER = {
     "presence": {"types": []},
     "account_data": {"types": []},
 }
-# The filter the benchmark used before, kept to measure the difference.
 WIDE_FILTER = {
     "room": {
         "timeline": {"limit": 500},
@@ -151,7 +153,11 @@ WIDE_FILTER = {
     "presence": {"not_types": ["*"]},
     "account_data": {"not_types": ["*"]},
 }
-FILTERS = {"lean": LEAN_FILTER, "wide": WIDE_FILTER}
+FILTERS: dict[str, dict[str, Any] | None] = {
+    "runtime": None,
+    "lean": LEAN_FILTER,
+    "wide": WIDE_FILTER,
+}
 
 
 def _watch(realm_id: str, out: Connection, stop: Any) -> None:
@@ -213,93 +219,131 @@ class Phase:
     failures: int = 0
     started: float = 0.0
     sending_s: float = 0.0
+    syncs: int = 0  # sync answers the clients got during the phase
+    cpu_s: dict[str, float] = field(default_factory=dict)  # process → CPU seconds used
     load_before: tuple[float, float, float] = (0.0, 0.0, 0.0)
     load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Agent:
+    agent_id: str
+    mxid: str
+    token: str
+
+
 class Bench:
+    """Every agent is the runtime's own Matrix bus (runtime/matrix_bus.py): its client, its
+    sync filter, its long-poll loop, its since-token file; only the trace goes nowhere."""
+
     def __init__(
         self,
         room: str,
-        creds: dict[str, tuple[str, str]],
+        agents: list[Agent],
         socket_path: Path,
         watcher: MirrorWatcher,
-        sync_filter: dict[str, Any],
-        sync_pause: float = 0.0,
+        state_root: Path,
+        processes: dict[str, int],
+        sync_filter: dict[str, Any] | None = None,
     ) -> None:
         self.room = room
-        self.sync_pause = sync_pause
         self.watcher = watcher
-        self.sync_filter = sync_filter
-        self.clients: dict[str, nio.AsyncClient] = {}
-        for agent_id, (mxid, token) in creds.items():
-            client = nio.AsyncClient("http://homeserver", mxid)
-            client.client_session = aiohttp.ClientSession(
-                connector=aiohttp.UnixConnector(path=str(socket_path)), headers=UDS_HEADERS
+        self.processes = processes  # name → pid, whose CPU time each phase reports
+        self.syncs = 0
+        self._counted: tuple[int, dict[str, float]] = (0, {})
+        self.buses: dict[str, MatrixBus] = {}
+        peers = {a.agent_id: a.mxid for a in agents}
+        for agent in agents:
+            settings = BusSettings(
+                socket_path=str(socket_path),
+                mxid=agent.mxid,
+                access_token=agent.token,
+                commons_room_id=room,
+                peers=peers,
+                require_mention=False,  # every agent reads every Commons message
             )
-            client.access_token = token
-            client.user_id = mxid
-            self.clients[agent_id] = client
+            state = state_root / agent.agent_id
+            state.mkdir(parents=True, exist_ok=True)
+            trace = TraceWriter(state / "trace.jsonl", "bench", agent.agent_id, Redactor([]))
+            bus = MatrixBus(settings, agent.agent_id, state, trace)
+            self._count_syncs(bus, sync_filter)
+            self.buses[agent.agent_id] = bus
         self.seen: dict[str, dict[str, float]] = defaultdict(dict)  # event → agent → time
         self.seen_counts: Counter[tuple[str, str]] = Counter()
-        self._stop = asyncio.Event()
-        self._listeners: list[asyncio.Task[None]] = []
+
+    def _count_syncs(self, bus: MatrixBus, instead: dict[str, Any] | None) -> None:
+        """Count the bus's sync answers; with ``instead``, sync with that filter."""
+        inner = bus.client.sync
+
+        async def sync(
+            sync_filter: dict[str, Any], since: str | None, timeout_ms: int
+        ) -> dict[str, Any]:
+            answer = await inner(instead or sync_filter, since, timeout_ms)
+            self.syncs += 1
+            return answer
+
+        bus.client.sync = sync  # type: ignore[method-assign]
+
+    def _count_from(self) -> None:
+        self._counted = (self.syncs, {n: cpu_seconds(p) for n, p in self.processes.items()})
+
+    def _count_to(self, phase: Phase) -> None:
+        syncs, cpu = self._counted
+        phase.syncs = self.syncs - syncs
+        phase.cpu_s = {n: cpu_seconds(p) - cpu[n] for n, p in self.processes.items()}
 
     @property
     def agents(self) -> int:
-        return len(self.clients)
+        return len(self.buses)
 
-    async def _listen(self, agent_id: str, client: nio.AsyncClient) -> None:
-        first = await client.sync(timeout=0, full_state=False, sync_filter=self.sync_filter)
-        if isinstance(first, nio.SyncError):
-            raise RuntimeError(f"{agent_id}: sync failed: {first}")
-        while not self._stop.is_set():
-            response = await client.sync(timeout=1000, sync_filter=self.sync_filter)
-            if isinstance(response, nio.SyncError):
-                continue
-            now = time.monotonic()
-            joined = response.rooms.join.get(self.room)
-            if joined is None:
-                continue
-            for event in joined.timeline.events:
-                if isinstance(event, nio.RoomMessageText) and event.sender != client.user_id:
-                    self.seen[event.event_id].setdefault(agent_id, now)
-                    self.seen_counts[(event.event_id, agent_id)] += 1
-            if self.sync_pause:
-                # Let a few messages gather: one wake-up per message per client is most
-                # of the homeserver's work (docs/bus.md, "Measuring").
-                await asyncio.sleep(self.sync_pause)
+    def _deliver(self, agent_id: str) -> Callable[[BusMessage], None]:
+        def deliver(message: BusMessage) -> None:
+            if message.room_id == self.room:
+                now = time.monotonic()
+                self.seen[message.event_id].setdefault(agent_id, now)
+                self.seen_counts[(message.event_id, agent_id)] += 1
+
+        return deliver
 
     async def start(self) -> None:
-        self._listeners = [asyncio.create_task(self._listen(a, c)) for a, c in self.clients.items()]
-        await asyncio.sleep(1.0)
+        for agent_id, bus in self.buses.items():
+            await bus.start(self._deliver(agent_id))
+        await asyncio.wait_for(
+            asyncio.gather(*(bus.wait_connected() for bus in self.buses.values())), 60
+        )
 
     async def close(self) -> None:
-        self._stop.set()
-        await asyncio.gather(*self._listeners, return_exceptions=True)
-        for client in self.clients.values():
-            await client.close()
+        await asyncio.gather(*(bus.close() for bus in self.buses.values()))
 
     async def _send(self, phase: Phase, agent_id: str, text: str, intended: float) -> None:
+        """One post, as ``MatrixBus.send`` makes it, keeping the event id it is given."""
         phase.attempted += 1
+        content = {"msgtype": "m.text", "body": text, "m.mentions": {"user_ids": []}}
         try:
-            response = await self.clients[agent_id].room_send(
-                self.room, "m.room.message", {"msgtype": "m.text", "body": text}
+            event_id = await self.buses[agent_id].client.send(
+                self.room, "m.room.message", content, new_txn_id()
             )
-        except (aiohttp.ClientError, OSError, TimeoutError):
+        except MatrixError:
             phase.failures += 1  # counted as lost, like a refused send
             return
-        if isinstance(response, nio.RoomSendResponse):
-            phase.intended[response.event_id] = intended
-            phase.acked[response.event_id] = time.monotonic()
+        if event_id:
+            phase.intended[event_id] = intended
+            phase.acked[event_id] = time.monotonic()
         else:
             phase.failures += 1
 
     async def paced(self, messages: int, rate: float) -> Phase:
         """Open loop: message i starts at start + i / rate, sent by agent i mod N."""
         phase = Phase("paced", load_before=os.getloadavg())
-        agents = list(self.clients)
+        agents = list(self.buses)
         sends = []
+        self._count_from()
         phase.started = time.monotonic()
         for i in range(messages):
             due = phase.started + i / rate
@@ -309,6 +353,7 @@ class Bench:
         await asyncio.gather(*sends)
         phase.sending_s = time.monotonic() - phase.started
         await self._drain(phase)
+        self._count_to(phase)
         phase.load_after = os.getloadavg()
         return phase
 
@@ -321,10 +366,12 @@ class Bench:
             for seq in range(per_agent):
                 await self._send(phase, agent_id, f"{agent_id} s{seq}", time.monotonic())
 
+        self._count_from()
         phase.started = time.monotonic()
-        await asyncio.gather(*(talk(a) for a in self.clients))
+        await asyncio.gather(*(talk(a) for a in self.buses))
         phase.sending_s = time.monotonic() - phase.started
         await self._drain(phase)
+        self._count_to(phase)
         phase.load_after = os.getloadavg()
         return phase
 
@@ -366,6 +413,15 @@ def summarise(bench: Bench, phase: Phase) -> dict[str, Any]:
         "lost_delivery": undelivered,
         "duplicated": duplicated,
         "throughput_msgs_per_s": round(len(completions) / span, 2),
+        # How many sync long-polls each message woke, over all clients (at most one per
+        # client when every message wakes every client on its own).
+        "syncs_per_message": round(phase.syncs / max(1, phase.attempted), 2),
+        # CPU time per message of each process, from the first send to the end of the drain:
+        # unlike latencies, barely moved by what else the machine runs.
+        **{
+            f"{name}_cpu_ms_per_message": round(1000 * cpu / max(1, phase.attempted), 2)
+            for name, cpu in phase.cpu_s.items()
+        },
         "send_rate_msgs_per_s": round(phase.attempted / phase.sending_s, 2),
         "send_p50_ms": round(pct(send_ms, 50), 1),
         "send_p99_ms": round(pct(send_ms, 99), 1),
@@ -411,7 +467,7 @@ def probe_endpoint(port: int, room: str, sender: str, count: int = 200) -> dict[
 async def run_phases(
     make_bench: Callable[[], Bench], messages: int, rate: float, saturation_messages: int
 ) -> tuple[Bench, Phase, Phase | None]:
-    bench = make_bench()  # aiohttp sessions belong to the running loop
+    bench = make_bench()  # the clients' connections belong to the running loop
     await bench.start()
     try:
         paced = await bench.paced(messages, rate)
@@ -422,19 +478,24 @@ async def run_phases(
 
 
 def report(args: argparse.Namespace, paced: dict[str, Any], sat: dict[str, Any] | None) -> None:
-    print(f"agents {args.agents}, sync filter {args.filter}, sync pause {args.sync_pause} ms")
+    print(f"agents {args.agents}, sync filter {args.filter}")
     print(f"paced: {paced['messages']} messages offered at {args.rate} msg/s")
     print(f"  throughput {paced['throughput_msgs_per_s']} msg/s")
     print(f"  send (ack) p50 {paced['send_p50_ms']} ms, p99 {paced['send_p99_ms']} ms")
     print(f"  delivery p50 {paced['delivery_p50_ms']} ms, p99 {paced['delivery_p99_ms']} ms")
     print(f"  mirror lag p50 {paced['mirror_lag_p50_ms']} ms, p99 {paced['mirror_lag_p99_ms']} ms")
+    print(f"  sync wake-ups per message {paced['syncs_per_message']}")
+    print(f"  homeserver CPU per message {paced['homeserver_cpu_ms_per_message']} ms")
     print(f"  lost {paced['lost']}, duplicated {paced['duplicated']}")
     print(f"  load average (1 min) before/after {paced['load_avg_1m']}")
     if sat is not None:
         print(f"saturation: {sat['messages']} messages flat out")
         print(f"  completed throughput {sat['throughput_msgs_per_s']} msg/s")
         print(f"  delivery p50 {sat['delivery_p50_ms']} ms, p99 {sat['delivery_p99_ms']} ms")
+        print(f"  sync wake-ups per message {sat['syncs_per_message']}")
+        print(f"  homeserver CPU per message {sat['homeserver_cpu_ms_per_message']} ms")
         print(f"  lost {sat['lost']}, duplicated {sat['duplicated']}")
+        print(f"  load average (1 min) before/after {sat['load_avg_1m']}")
 
 
 def main() -> None:
@@ -453,13 +514,11 @@ def main() -> None:
         default=400,
         help="messages in the flat-out phase (0 skips it)",
     )
-    parser.add_argument("--filter", choices=sorted(FILTERS), default="lean")
     parser.add_argument(
-        "--sync-pause",
-        type=float,
-        default=0.0,
-        metavar="MS",
-        help="clients wait this long after each sync before the next one (batches wake-ups)",
+        "--filter",
+        choices=sorted(FILTERS),
+        default="runtime",
+        help="sync filter: the runtime's own (default), or another one to compare with",
     )
     parser.add_argument("--no-probe", action="store_true", help="skip timing our endpoint alone")
     parser.add_argument(
@@ -490,22 +549,22 @@ def main() -> None:
             turns=False,
             allow_side_channels=False,
         )
-        creds = {}
+        agents = []
         for agent_id in bus.users:
             found = agent_credentials(realm, agent_id)
-            creds[agent_id] = (found.mxid, found.access_token)
+            agents.append(Agent(agent_id, found.mxid, found.access_token))
         watcher = MirrorWatcher(realm)
         try:
-            sync_filter = FILTERS[args.filter]
             bench, paced_phase, sat_phase = asyncio.run(
                 run_phases(
                     lambda: Bench(
                         bus.commons_room_id,
-                        creds,
+                        agents,
                         config.socket_path,
                         watcher,
-                        sync_filter,
-                        args.sync_pause / 1000,
+                        config.home / "agents",
+                        {"homeserver": homeserver.pid, "platform": platform.process.pid},
+                        FILTERS[args.filter],
                     ),
                     args.messages,
                     args.rate,
@@ -518,8 +577,7 @@ def main() -> None:
             watcher.stop()
         probe: dict[str, float] = {}
         if not args.no_probe:
-            first_agent = next(iter(creds.values()))[0]
-            probe = probe_endpoint(platform.port, bus.commons_room_id, first_agent)
+            probe = probe_endpoint(platform.port, bus.commons_room_id, agents[0].mxid)
     finally:
         homeserver.stop()
         platform.stop()
@@ -534,7 +592,6 @@ def main() -> None:
         "messages": paced["messages"],
         "offered_rate": args.rate,
         "sync_filter": args.filter,
-        "sync_pause_ms": args.sync_pause,
         "lost": paced["lost"] + (sat["lost"] if sat else 0),
         "duplicated": paced["duplicated"] + (sat["duplicated"] if sat else 0),
         "mirror_lag_p50_ms": paced["mirror_lag_p50_ms"],

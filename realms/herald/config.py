@@ -24,6 +24,7 @@ AS_ID = "bearpit-herald"
 SYSTEM_LOCALPART = "bp_system"
 GATE_MODULE = "realms.herald.gate.HeraldGate"
 SQLITE_SYNC_MODULE = "realms.herald.sqlitesync.SqliteSync"
+EVENT_SCHEMAS_MODULE = "realms.herald.eventschemas.EventSchemas"
 
 # Bots post in bursts; Synapse's defaults answer a dozen quick sends with 429.
 _GENEROUS = {"per_second": 1000, "burst_count": 10000}
@@ -304,6 +305,9 @@ def write_config(config: HomeserverConfig) -> None:
                 "module": GATE_MODULE,
                 "config": gate_module_config(config, operator_localpart()),
             },
+            # Checking the constant m.mentions schema again on every message was ~8 % of
+            # the homeserver's time (bench/bus.py); see realms/herald/eventschemas.py.
+            {"module": EVENT_SCHEMAS_MODULE, "config": {}},
             # One fsync per write transaction on Synapse's single SQLite connection was
             # the biggest cost of a message (bench/bus.py); see realms/herald/sqlitesync.py.
             *([{"module": SQLITE_SYNC_MODULE, "config": {}}] if config.database is None else []),

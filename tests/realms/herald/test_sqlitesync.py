@@ -12,7 +12,13 @@ from synapse.storage.engines import Sqlite3Engine, create_engine
 
 from bearpit.env import DatabaseURL
 from realms.herald import sqlitesync
-from realms.herald.config import GATE_MODULE, SQLITE_SYNC_MODULE, HomeserverConfig, write_config
+from realms.herald.config import (
+    EVENT_SCHEMAS_MODULE,
+    GATE_MODULE,
+    SQLITE_SYNC_MODULE,
+    HomeserverConfig,
+    write_config,
+)
 from realms.herald.sqlitesync import SqliteSync
 
 _FULL, _NORMAL = 2, 1
@@ -43,7 +49,7 @@ def _synchronous(conn: sqlite3.Connection) -> int:
 def test_only_a_sqlite_homeserver_loads_the_module(tmp_path: Path) -> None:
     base = HomeserverConfig(home=tmp_path / "a", server_name="t.local", port=1, platform_port=2)
     write_config(base)
-    assert _modules(base) == [GATE_MODULE, SQLITE_SYNC_MODULE]
+    assert _modules(base) == [GATE_MODULE, EVENT_SCHEMAS_MODULE, SQLITE_SYNC_MODULE]
 
     on_postgres = HomeserverConfig(
         home=tmp_path / "b",
@@ -53,7 +59,7 @@ def test_only_a_sqlite_homeserver_loads_the_module(tmp_path: Path) -> None:
         database=DatabaseURL(engine="django.db.backends.postgresql", name="bp", host="h"),
     )
     write_config(on_postgres)
-    assert _modules(on_postgres) == [GATE_MODULE]
+    assert _modules(on_postgres) == [GATE_MODULE, EVENT_SCHEMAS_MODULE]
 
 
 @pytest.mark.timeout(30)
