@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -265,12 +266,15 @@ async def test_a_burst_of_messages_wakes_the_agent_in_few_syncs(
     finally:
         await matrix.close()
         bob.close()
-    # The first message after the quiet spell is not held back.
-    assert arrived["burst 0"] - sent["burst 0"] < 0.4
-    # The rest share sync answers: six messages 80 ms apart come in at most three wake-ups
-    # (answers apart by more than 30 ms), where each would otherwise wake the agent alone.
+    # The first message after the quiet spell is not held back by the pacing.
+    assert arrived["burst 0"] - sent["burst 0"] < 0.5
+    # The rest share sync answers: a new sync starts at most every 0.5 s, so the six messages
+    # (sent 80 ms apart, or slower on a busy machine) come in at most two wake-ups plus one
+    # per half second the burst lasted (answers more than 30 ms apart count apart); each
+    # would otherwise wake the agent alone.
     times = sorted(arrived[body] for body in sent)
+    span = max(sent.values()) - min(sent.values())
     wakes = 1 + sum(1 for a, b in itertools.pairwise(times) if b - a > 0.03)
-    assert wakes <= 3, [round(t - times[0], 3) for t in times]
-    # And none waits longer than the pacing interval and a send.
-    assert all(arrived[b] - sent[b] < 0.5 + 0.4 for b in sent)
+    assert wakes <= 2 + math.ceil(span / 0.5), (span, [round(t - times[0], 3) for t in times])
+    # And none waits much longer than the pacing interval.
+    assert all(arrived[b] - sent[b] < 1.5 for b in sent)

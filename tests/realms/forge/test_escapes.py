@@ -207,7 +207,9 @@ def test_nothing_outside_home_shared_and_tmp_is_writable(make_realm):
     to_file = "open('/home/agent/writable.json', 'w').write(json.dumps("
     runtime_probe = WRITABLE.replace("print(json.dumps(", to_file) + f"\n{SLEEPER}\n"
     start(rid, [script_request("alpha", runtime_probe)], shared_folder=True)
-    as_runtime = json.loads(wait_for_file(layout.home_dir(rid, "alpha") / "writable.json"))
+    # The probe walks the whole tree; on a busy machine that takes a while.
+    written = wait_for_file(layout.home_dir(rid, "alpha") / "writable.json", timeout=90)
+    as_runtime = json.loads(written)
     assert as_runtime["writable"] == [], as_runtime["writable"]
     through_run_code = run_code(rid, "alpha", WRITABLE, timeout=60)
     assert json.loads(through_run_code.output)["writable"] == [], through_run_code.output
