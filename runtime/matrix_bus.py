@@ -13,11 +13,6 @@ from runtime.matrix_http import MatrixClient, MatrixError, new_txn_id
 from runtime.trace import TraceWriter
 
 SYNC_TIMEOUT_MS = 30_000
-# Every message wakes every member's long-poll, and each wake-up costs the homeserver a few
-# ms of CPU on its one reactor thread (bench/bus.py: ~4.5 ms, so 20 agents made a message
-# cost ~100 ms). A new sync starts at most this often: a message after a quiet spell still
-# arrives at once, a burst arrives in one answer, up to this much later.
-SYNC_MIN_INTERVAL_S = 0.5
 SEND_ATTEMPTS = 5
 MAX_REPLY_CHARS = 30_000  # Matrix events are capped at 64 KiB
 SYNC_FILTER = {
@@ -61,7 +56,6 @@ class MatrixBus:
         self._task: asyncio.Task[None] | None = None
         self._deliver: Deliver | None = None
         self.first_sync = asyncio.Event()
-        self.min_sync_interval_s = SYNC_MIN_INTERVAL_S
 
     async def start(self, deliver: Deliver) -> None:
         self._deliver = deliver
@@ -116,9 +110,7 @@ class MatrixBus:
         since = self._load_since()
         backoff = 1.0
         wanted = set(self._rooms)
-        loop = asyncio.get_running_loop()
         while True:
-            started = loop.time()
             try:
                 resp = await self.client.sync(SYNC_FILTER, since, SYNC_TIMEOUT_MS if since else 0)
                 since_next = str(resp["next_batch"])
@@ -144,9 +136,6 @@ class MatrixBus:
             self._token_file.parent.mkdir(parents=True, exist_ok=True)
             self._token_file.write_text(since, encoding="utf-8")
             self.first_sync.set()
-            pause = started + self.min_sync_interval_s - loop.time()
-            if pause > 0:
-                await asyncio.sleep(pause)
 
     def _calls_me(self, room_id: str, sender: str, body: str, content: dict[str, Any]) -> bool:
         """Only the system user grants the floor, and only in the Commons."""
