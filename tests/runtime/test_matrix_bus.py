@@ -234,4 +234,3 @@ async def test_only_the_systems_call_in_the_commons_is_a_floor_call(
     finally:
         await matrix.close()
         bob.close()
-
