@@ -24,11 +24,11 @@ class HttpTimeout(HttpError):
 
 
 class ConnectTimeout(HttpTimeout):
-    pass
+    """The connection was not accepted in time."""
 
 
 class ReadTimeout(HttpTimeout):
-    pass
+    """The answer (or the next part of it) did not come in time."""
 
 
 class ProtocolError(HttpError):

@@ -120,7 +120,7 @@ class Guard:
 
 
 class _TooLarge(Exception):
-    pass
+    """The request body is over MAX_BODY."""
 
 
 async def _read_body(receive: Receive) -> bytes | None:
