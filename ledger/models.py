@@ -120,6 +120,9 @@ class VirtualKey(models.Model):
     )
     spent_nusd = models.BigIntegerField(default=0)
     reserved_nusd = models.BigIntegerField(default=0)
+    reserved_by = models.CharField(
+        max_length=300, blank=True, default="", help_text="the gateway process that reserved last"
+    )
     tokens_in = models.BigIntegerField(default=0)
     tokens_out = models.BigIntegerField(default=0)
     calls = models.PositiveIntegerField(default=0)

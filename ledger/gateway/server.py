@@ -16,6 +16,7 @@ import uvloop
 from django.conf import settings
 
 from ledger.gateway.app import Gateway, build_app
+from ledger.services.orphans import release_orphans
 
 
 class _QuietShutdown(logging.Filter):
@@ -126,6 +127,9 @@ class GatewayServer:
             db_threads=self._db_threads,
             max_body_bytes=self._max_body,
         )
+        # Before the first call: reservations a killed gateway of this host left behind
+        # can never settle, and would hold caps and teardowns for good.
+        await gateway.db(release_orphans)
         config = uvicorn.Config(
             build_app(gateway),
             http="httptools",

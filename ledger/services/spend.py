@@ -25,6 +25,7 @@ from chronicle.models import now_ms
 from chronicle.services import record_event
 from ledger.models import Spend, VirtualKey
 from ledger.pricing import to_usd
+from ledger.services import holders
 from ledger.services.keys import REVOKED_CONCLUDED
 from realms.models import Realm
 
@@ -54,8 +55,8 @@ def _reserve_sql() -> str:
     terminal = ", ".join(f"'{state}'" for state in Realm.TERMINAL_STATES)
     # Hand-written because this runs on every model call: one statement, nothing to compile.
     return (
-        f"UPDATE {key} SET reserved_nusd = reserved_nusd + %s"  # noqa: S608 - no user input
-        " WHERE id = %s AND revoked_at IS NULL"
+        f"UPDATE {key} SET reserved_nusd = reserved_nusd + %s,"  # noqa: S608 - no user input
+        " reserved_by = %s WHERE id = %s AND revoked_at IS NULL"
         " AND (cap_nusd IS NULL OR cap_nusd >= base_nusd + spent_nusd + reserved_nusd + %s)"
         f" AND NOT EXISTS (SELECT 1 FROM {realm} WHERE realm_id = %s AND state IN ({terminal}))"
     )
@@ -70,7 +71,9 @@ def reserve(key_id: int, realm_id: str, amount_nusd: int) -> Refusal | None:
     if _RESERVE_SQL is None:
         _RESERVE_SQL = _reserve_sql()
     with connection.cursor() as cursor:
-        cursor.execute(_RESERVE_SQL, [amount_nusd, key_id, amount_nusd, realm_id])
+        cursor.execute(
+            _RESERVE_SQL, [amount_nusd, holders.this_process(), key_id, amount_nusd, realm_id]
+        )
         if cursor.rowcount == 1:
             return None
     return _why_refused(key_id, realm_id, amount_nusd)

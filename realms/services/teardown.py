@@ -19,6 +19,7 @@ from django.db import transaction
 from chronicle.kinds import Kind, Lifecycle
 from chronicle.services import record_event
 from ledger.services.keys import revoke_realm_keys, wait_settled
+from ledger.services.orphans import release_orphans
 from realms.forge.outputs import capture_outputs
 from realms.forge.services import release_realm, released_marker, stop_realm_sandboxes
 from realms.herald.bus import teardown_bus
@@ -58,6 +59,9 @@ class Unsettled(Exception):
 
 
 def _settle(realm_id: str) -> None:
+    # A call whose gateway was killed will never settle: its reservation is let go (and
+    # chronicled) rather than waited for.
+    release_orphans(realm_id)
     left = wait_settled(realm_id, SETTLE_WAIT_S)
     if left:
         raise Unsettled(

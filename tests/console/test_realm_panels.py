@@ -23,9 +23,10 @@ def _api(served: Served) -> httpx.Client:
     )
 
 
-def _launch(served: Served, realm_id: str) -> None:
+def _launch(served: Served, realm_id: str, **options: object) -> None:
     with _api(served) as api:
-        started = api.post("/api/realms", json={"package": "toolcheck", "realm_id": realm_id})
+        body = {"package": "toolcheck", "realm_id": realm_id, **options}
+        started = api.post("/api/realms", json=body)
         assert started.status_code == 202, started.text
 
 
@@ -46,7 +47,9 @@ def test_a_message_reaches_the_transcript_and_a_stop_ends_the_realm_as_manual(
     page: Page, served: Served
 ) -> None:
     realm_id = "tc-panels-stop"
-    _launch(served, realm_id)
+    # Without turns the umpire's round never completes, so the realm is still running when
+    # the stop comes however slowly the machine gets there: only the stop can end it.
+    _launch(served, realm_id, turns={"enabled": False})
     page.goto(f"{served.base_url}/realms/{realm_id}/")
     expect(page.locator("#panel-controls")).to_be_visible(timeout=15_000)
 

@@ -3,6 +3,8 @@ the teardown ends."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -11,9 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
+from chronicle.models import Event
 from ledger.gateway.record import Pending, Writer
 from ledger.gateway.server import GatewayServer
 from ledger.models import Spend, VirtualKey
+from ledger.services import holders
 from ledger.services.keys import wait_settled
 from realms.models import Realm
 from realms.replay import recording
@@ -96,3 +100,42 @@ def test_a_settled_call_is_already_recorded_however_slow_the_disk(
     [recorded] = recording.calls(recording.live_dir(realm_id), "ping-late")
     assert recorded.tokens_in == 11 and recorded.stream is stream
     call.join(10)
+
+
+def test_a_reservation_of_a_killed_gateway_is_released_not_waited_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    realm = live_realm("td-orphan", Realm.State.RUNNING)
+    mint(realm.realm_id, "ping-late", "1")
+    # A real process of this host, gone by the time the teardown looks at its reservation.
+    gone = subprocess.Popen(["sleep", "0.2"])
+    holder = f"{socket.gethostname()}:{gone.pid}:{holders._start_ticks(gone.pid)}"
+    assert not holders.is_gone(holder)
+    gone.wait(5)
+    assert holders.is_gone(holder)
+    VirtualKey.objects.filter(realm_id="td-orphan", agent_id="ping-late").update(
+        reserved_nusd=5000, reserved_by=holder
+    )
+    monkeypatch.setattr(teardown, "SETTLE_WAIT_S", 0.5)
+    teardown.tear_down(realm.realm_id, "realm concluded")
+    assert teardown_errors("td-orphan", announced=False) == []
+    assert VirtualKey.objects.get(realm_id="td-orphan", agent_id="ping-late").reserved_nusd == 0
+    [released] = Event.objects.filter(
+        realm_id="td-orphan", kind="system", payload__event="reservation_released"
+    ).values_list("payload", flat=True)
+    assert released["agent"] == "ping-late" and released["usd"] == pytest.approx(5e-6)
+
+
+def test_a_reservation_of_a_live_gateway_is_waited_for_not_released(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    realm = live_realm("td-alive", Realm.State.RUNNING)
+    mint(realm.realm_id, "ping-late", "1")
+    VirtualKey.objects.filter(realm_id="td-alive", agent_id="ping-late").update(
+        reserved_nusd=5000, reserved_by=holders.this_process()
+    )
+    monkeypatch.setattr(teardown, "SETTLE_WAIT_S", 0.2)
+    teardown.tear_down(realm.realm_id, "realm concluded")
+    [error] = teardown_errors("td-alive", announced=False)
+    assert error["step"] == "settle calls"
+    assert VirtualKey.objects.get(realm_id="td-alive", agent_id="ping-late").reserved_nusd == 5000
