@@ -21,6 +21,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from tests.conftest import REPO
+from tests.e2e.pitrun import free_port
 from tests.fixtures.postgres import last_line_of, migrated_env
 from tests.ledger.fake_upstream import FakeUpstream
 
@@ -48,12 +49,6 @@ print(secret)
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[dict[str, str]]:
     with migrated_env(tmp_path / "home", "orphans") as env:
@@ -62,7 +57,7 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 
 def _gateway(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "pit_gateway", "--port", str(port), "--no-uds"],
         cwd=REPO,

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from tests.conftest import REPO
+from tests.e2e.pitrun import free_port
 from tests.fixtures.postgres import last_line_of, migrated_env
 from tests.ledger.load import hammer
 
@@ -41,12 +42,6 @@ print(json.dumps(out))
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def pg_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     with migrated_env(tmp_path / "home", "ledger") as env:
@@ -55,7 +50,7 @@ def pg_env(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 def test_concurrent_calls_never_overspend_on_postgres(pg_env: dict[str, str]) -> None:
     secrets = json.loads(last_line_of(MINT, pg_env, timeout=60))
-    port = _free_port()
+    port = free_port()
     gateway = subprocess.Popen(
         [sys.executable, "manage.py", "pit_gateway", "--port", str(port), "--no-uds"],
         cwd=REPO,
