@@ -46,9 +46,11 @@ def test_process_backend_stop_sweeps_escaped_children(make_realm, settings):
     settings.BEARPIT_SANDBOX = "process"
     realm = make_realm()
     probe = (
-        "import subprocess, time\n"
+        "import os, subprocess, time\n"
         "child = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-        "open('child.pid', 'w').write(str(child.pid))\n"
+        # Written whole, then renamed: the test never reads a half-written file.
+        "open('child.pid.part', 'w').write(str(child.pid))\n"
+        "os.rename('child.pid.part', 'child.pid')\n"
         "time.sleep(300)\n"
     )
     request = AgentSandboxRequest(
