@@ -12,20 +12,10 @@ from __future__ import annotations
 
 import os
 import socket
-from pathlib import Path
+
+from realms.forge import procs
 
 _MINE: tuple[int, str] | None = None
-
-
-def _start_ticks(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot; None when it does not exist."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    # The command name (field 2) is in parentheses and may hold spaces or parentheses.
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return fields[19] if len(fields) > 19 else None
 
 
 def this_process() -> str:
@@ -33,18 +23,16 @@ def this_process() -> str:
     global _MINE
     pid = os.getpid()
     if _MINE is None or _MINE[0] != pid:
-        _MINE = (pid, f"{socket.gethostname()}:{pid}:{_start_ticks(pid) or '?'}")
+        started = procs.start_time(pid)
+        _MINE = (pid, f"{socket.gethostname()}:{pid}:{'?' if started is None else started}")
     return _MINE[1]
 
 
 def is_gone(holder: str) -> bool:
     """True only when ``holder`` names a process of this host that no longer runs."""
-    host, _, rest = holder.rpartition(":")
+    host, _, started = holder.rpartition(":")
     host, _, pid = host.rpartition(":")
     if host != socket.gethostname() or not pid.isdigit():
         return False
-    started = _start_ticks(int(pid))
-    if started is None:
-        return True
     # A holder whose start time was unreadable is alive for as long as its pid is.
-    return rest != "?" and started != rest
+    return not procs.is_same_process(int(pid), int(started) if started.isdigit() else None)

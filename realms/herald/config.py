@@ -288,9 +288,9 @@ def write_config(config: HomeserverConfig) -> None:
         # A few dozen users in busy rooms: bigger caches cut the per-sync database work
         # (bench/bus.py, 10 agents at 5 msg/s: send p50 roughly halved).
         "caches": {"global_factor": 4.0},
-        # Synapse runs the garbage collector itself; at its defaults the collections were
-        # a tenth of its time at saturation. Rarer ones: ~19 instead of ~22 ms of CPU a
-        # message, 50 instead of 43 msg/s flat out (bench/bus.py, fresh room).
+        # Synapse runs the garbage collector itself, at small thresholds and often. Rarer
+        # collections: ~19 instead of ~22 ms of CPU a message, 50 instead of 41-44 msg/s
+        # flat out (bench/bus.py, fresh room).
         "gc_thresholds": [20000, 50, 50],
         "gc_min_interval": ["10s", "60s", "300s"],
         "url_preview_enabled": False,

@@ -19,6 +19,7 @@ from ledger.gateway.server import GatewayServer
 from ledger.models import Spend, VirtualKey
 from ledger.services import holders
 from ledger.services.keys import wait_settled
+from realms.forge import procs
 from realms.models import Realm
 from realms.replay import recording
 from realms.services import teardown
@@ -109,7 +110,7 @@ def test_a_reservation_of_a_killed_gateway_is_released_not_waited_for(
     mint(realm.realm_id, "ping-late", "1")
     # A real process of this host, gone by the time the teardown looks at its reservation.
     gone = subprocess.Popen(["sleep", "0.2"])
-    holder = f"{socket.gethostname()}:{gone.pid}:{holders._start_ticks(gone.pid)}"
+    holder = f"{socket.gethostname()}:{gone.pid}:{procs.start_time(gone.pid)}"
     assert not holders.is_gone(holder)
     gone.wait(5)
     assert holders.is_gone(holder)
