@@ -563,7 +563,11 @@ def main() -> None:
                         config.socket_path,
                         watcher,
                         config.home / "agents",
-                        {"homeserver": homeserver.pid, "platform": platform.process.pid},
+                        {
+                            "homeserver": homeserver.pid,
+                            "platform": platform.process.pid,
+                            "clients": os.getpid(),
+                        },
                         FILTERS[args.filter],
                     ),
                     args.messages,
