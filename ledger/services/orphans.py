@@ -4,6 +4,10 @@ The call such a reservation guarded has no answer anywhere: the gateway that for
 is gone, and the agent saw its connection drop (and may ask again, through a live
 gateway, where it is reserved and metered anew). Its cost is unknown and is not counted;
 the release is chronicled as a ``system`` event on the realm, so the books say so.
+
+A reservation lives only in the process that made it, which names itself on the key
+(``realms.forge.procs.identity``): only a holder of this host whose process is gone is let
+go of; one of another host may be alive.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from chronicle.kinds import Kind
 from chronicle.services import record_event
 from ledger.models import VirtualKey
 from ledger.pricing import to_usd
-from ledger.services import holders
+from realms.forge import procs
 
 log = logging.getLogger("ledger.spend")
 
@@ -40,7 +44,7 @@ def release_orphans(realm_id: str | None = None) -> list[Released]:
     released: list[Released] = []
     rows = held.values_list("id", "realm_id", "agent_id", "reserved_nusd", "reserved_by")
     for key_id, realm, agent, amount, holder in rows:
-        if not holders.is_gone(holder):
+        if procs.identity_alive(holder) is not False:  # alive, or another host's
             continue
         with transaction.atomic():
             # Only as read: a live gateway that reserved on the key since is its holder now.

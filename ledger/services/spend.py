@@ -25,8 +25,8 @@ from chronicle.models import now_ms
 from chronicle.services import record_event
 from ledger.models import Spend, VirtualKey
 from ledger.pricing import to_usd
-from ledger.services import holders
 from ledger.services.keys import REVOKED_CONCLUDED
+from realms.forge import procs
 from realms.models import Realm
 
 log = logging.getLogger("ledger.spend")
@@ -71,9 +71,7 @@ def reserve(key_id: int, realm_id: str, amount_nusd: int) -> Refusal | None:
     if _RESERVE_SQL is None:
         _RESERVE_SQL = _reserve_sql()
     with connection.cursor() as cursor:
-        cursor.execute(
-            _RESERVE_SQL, [amount_nusd, holders.this_process(), key_id, amount_nusd, realm_id]
-        )
+        cursor.execute(_RESERVE_SQL, [amount_nusd, procs.identity(), key_id, amount_nusd, realm_id])
         if cursor.rowcount == 1:
             return None
     return _why_refused(key_id, realm_id, amount_nusd)

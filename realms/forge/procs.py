@@ -2,6 +2,11 @@
 
 A sandbox is re-attached after a worker restart by its pid *and* the pid's start time
 (clock ticks since boot), so a recycled pid is never mistaken for the sandbox.
+
+Rows that a process holds (a key's reservations, a realm's tick or teardown claim, a
+running job) name it the same way, ``host:pid:start``, so a process killed mid-work
+(``kill -9``, a lost container) is known dead and its work taken over. A name of another
+host is never judged from here: that process may be alive.
 """
 
 from __future__ import annotations
@@ -9,10 +14,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
 PROC = Path("/proc")
+
+_IDENTITY: tuple[int, str] | None = None
 
 
 def start_time(pid: int) -> int | None:
@@ -50,6 +58,30 @@ def is_same_process(pid: int | None, started: int | None) -> bool:
     if current is None or (started is not None and current != started):
         return False
     return state(pid) not in (None, "Z", "X")
+
+
+def identity() -> str:
+    """This process as a row names it, ``host:pid:start`` (``?`` for an unreadable start).
+
+    Computed once per process (a fork gets its own): the gateway names the holder of
+    every reservation it makes.
+    """
+    global _IDENTITY
+    pid = os.getpid()
+    if _IDENTITY is None or _IDENTITY[0] != pid:
+        started = start_time(pid)
+        _IDENTITY = (pid, f"{socket.gethostname()}:{pid}:{'?' if started is None else started}")
+    return _IDENTITY[1]
+
+
+def identity_alive(name: str) -> bool | None:
+    """Whether the process ``name`` (``host:pid[:start]``) still runs; None when it is not
+    one of this host's. A name without a readable start is alive as long as its pid is."""
+    host, _, rest = name.partition(":")
+    pid, _, started = rest.partition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    return is_same_process(int(pid), int(started) if started.isdigit() else None)
 
 
 def children(pid: int) -> list[int]:

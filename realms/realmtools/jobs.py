@@ -22,6 +22,7 @@ from django.db.models import Max, QuerySet
 from chronicle.kinds import Kind
 from chronicle.models import now_ms
 from chronicle.services import record_event
+from realms.forge import procs
 from realms.forge.services import sandbox_alive
 from realms.forge.spec import ExecResult
 from realms.models import Realm
@@ -122,7 +123,7 @@ def start_job(caller: Caller, code: str, *, bearer: str | None = None) -> dict[s
             number=top + 1,
             agent_id=caller.agent_id,
             exec_id=exec_id,
-            runner=jobs_runner.runner_id(),
+            runner=procs.identity(),
             started_ms=now_ms(),
         )
         record_event(

@@ -14,8 +14,6 @@ anyone: rows whose runner is gone are marked ``lost`` (:func:`reap_lost`).
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -42,21 +40,6 @@ _watcher: threading.Thread | None = None
 
 Finished = Callable[[Job, ExecResult | None, bool], None]
 """``finished(job, result, killed)``: record the end of a job (``result`` None: it never ran)."""
-
-
-def runner_id() -> str:
-    """This process, as a job row names it: host, pid and the pid's start time."""
-    return f"{socket.gethostname()}:{os.getpid()}:{procs.start_time(os.getpid())}"
-
-
-def runner_alive(runner: str) -> bool | None:
-    """Whether the process a row names still runs; None when it ran on another host."""
-    host, _, rest = runner.partition(":")
-    pid_text, _, started = rest.partition(":")
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return None
-    start = int(started) if started.isdigit() else None
-    return procs.is_same_process(int(pid_text), start)
 
 
 def cancel_local(job_pk: int) -> bool:
@@ -150,7 +133,7 @@ def reap_lost(realm_id: str, on_lost: Callable[[Job], None]) -> int:
     for job in Job.objects.filter(realm__realm_id=realm_id, state=Job.State.RUNNING):
         with _LOCK:
             local = job.pk in _LOCAL
-        if local or runner_alive(job.runner) is not False:
+        if local or procs.identity_alive(job.runner) is not False:
             continue
         with transaction.atomic():
             changed = Job.objects.filter(pk=job.pk, state=Job.State.RUNNING).update(

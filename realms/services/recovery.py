@@ -14,26 +14,17 @@ that no longer exists is a crashed worker's, and does not count.
 from __future__ import annotations
 
 import logging
-import socket
-from pathlib import Path
 
 from django.db.models import Q
 from django.utils import timezone
 
+from realms.forge import procs
 from realms.forge.services import reattach
 from realms.models import Realm, RealmAgent
 from realms.services.conclude import finish_conclusion, interrupt_realm
 from realms.warden.state import rewind_mirror_check
 
 log = logging.getLogger(__name__)
-
-
-def _holder_gone(claimed_by: str) -> bool:
-    """True when the claim names a process of this host (``host:pid``) that has exited."""
-    host, _, pid = claimed_by.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    return not Path(f"/proc/{pid}").exists()
 
 
 def resume_or_interrupt(realm_id: str) -> str:
@@ -69,7 +60,7 @@ def recover_realms(
     )
     if not force:
         held = rows.filter(Q(claimed_until__gt=now) & ~Q(claimed_by=""))
-        dead = [r.realm_id for r in held if _holder_gone(r.claimed_by)]
+        dead = [r.realm_id for r in held if procs.identity_alive(r.claimed_by) is False]
         rows = rows.exclude(Q(claimed_until__gt=now) & ~Q(claimed_by="") & ~Q(realm_id__in=dead))
     if only is not None:
         rows = rows.filter(realm_id=only)

@@ -11,8 +11,6 @@ task on a worker, or in the foreground driver's own loop in the embedded default
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from datetime import timedelta
 
 from django.conf import settings
@@ -20,6 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from bearpit.queue import enqueue
+from realms.forge import procs
 from realms.models import Realm
 from realms.services.conclude import begin_conclusion, finish_conclusion
 from realms.warden.state import count_failed_tick
@@ -34,7 +33,7 @@ CONCLUDE_CLAIM_S = 600.0
 
 
 def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return procs.identity()
 
 
 def claim_tick(realm_id: str, worker: str, ttl_s: float | None = None) -> bool:

@@ -17,7 +17,6 @@ from chronicle.models import Event
 from ledger.gateway.record import Pending, Writer
 from ledger.gateway.server import GatewayServer
 from ledger.models import Spend, VirtualKey
-from ledger.services import holders
 from ledger.services.keys import wait_settled
 from realms.forge import procs
 from realms.models import Realm
@@ -111,9 +110,9 @@ def test_a_reservation_of_a_killed_gateway_is_released_not_waited_for(
     # A real process of this host, gone by the time the teardown looks at its reservation.
     gone = subprocess.Popen(["sleep", "0.2"])
     holder = f"{socket.gethostname()}:{gone.pid}:{procs.start_time(gone.pid)}"
-    assert not holders.is_gone(holder)
+    assert procs.identity_alive(holder) is True
     gone.wait(5)
-    assert holders.is_gone(holder)
+    assert procs.identity_alive(holder) is False
     VirtualKey.objects.filter(realm_id="td-orphan", agent_id="ping-late").update(
         reserved_nusd=5000, reserved_by=holder
     )
@@ -133,7 +132,7 @@ def test_a_reservation_of_a_live_gateway_is_waited_for_not_released(
     realm = live_realm("td-alive", Realm.State.RUNNING)
     mint(realm.realm_id, "ping-late", "1")
     VirtualKey.objects.filter(realm_id="td-alive", agent_id="ping-late").update(
-        reserved_nusd=5000, reserved_by=holders.this_process()
+        reserved_nusd=5000, reserved_by=procs.identity()
     )
     monkeypatch.setattr(teardown, "SETTLE_WAIT_S", 0.2)
     teardown.tear_down(realm.realm_id, "realm concluded")

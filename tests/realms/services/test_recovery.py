@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from chronicle.kinds import Kind
 from chronicle.models import Event
-from realms.forge import layout
+from realms.forge import layout, procs
 from realms.models import Realm
 from realms.services.conclude import interrupt_realm
 from realms.services.recovery import recover_realms
@@ -85,6 +85,20 @@ def test_a_claim_held_by_a_dead_process_of_this_host_does_not_count() -> None:
     # the realm a live process of this host holds is left alone.
     assert recover_realms() == {"orphan": "interrupted"}
     assert Realm.objects.get(realm_id="alive").state == Realm.State.RUNNING
+
+
+def test_a_claim_whose_pid_was_reused_does_not_count() -> None:
+    # The claim names a pid that runs again, but it is another process: its start differs.
+    until = timezone.now() + timedelta(seconds=30)
+    host, pid = socket.gethostname(), os.getpid()
+    started = procs.start_time(pid)
+    assert started is not None
+    realm_in(
+        Realm.State.RUNNING, "reused", claimed_by=f"{host}:{pid}:{started + 1}", claimed_until=until
+    )
+    realm_in(Realm.State.RUNNING, "mine", claimed_by=procs.identity(), claimed_until=until)
+    assert recover_realms() == {"reused": "interrupted"}
+    assert Realm.objects.get(realm_id="mine").state == Realm.State.RUNNING
 
 
 def test_an_interrupted_realm_keeps_its_declared_outputs() -> None:
