@@ -256,10 +256,12 @@ def provision_realm(realm_id: str) -> Realm | None:
         keys = _mint_keys(realm)
         sandboxes.hand_births(_births(realm, bus, keys))
         sandboxes.result()
-    except Exception as exc:
+    except BaseException as exc:
         if sandboxes is not None:
             sandboxes.abandon()
             sandboxes.join()  # tear down only once nothing is starting any more
+        if not isinstance(exc, Exception):
+            raise  # Ctrl-C or an exit: the caller ends the realm as interrupted
         log.exception("provisioning %s failed", realm_id)
         fail_realm(realm, f"provisioning failed: {type(exc).__name__}: {exc}")
         raise ProvisionError(str(exc)) from exc
