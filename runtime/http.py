@@ -40,6 +40,11 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _MAX_REDIRECTS = 5
 _MAX_HEADERS = 128
 _MAX_IDLE = 8
+# A kept-alive connection idle this long is closed, not reused. A server ends idle
+# connections on its own clock (uvicorn after 5 s), and a request sent as it does so is
+# answered by nobody: a POST (a tool call, a model call) cannot safely be sent again, so
+# the agent would lose it. The MCP client pings every 5 s: exactly at that edge.
+_REUSE_IDLE_S = 2.0
 _READ_CHUNK = 65536
 _LINE_LIMIT = 65536
 
@@ -108,12 +113,15 @@ class _Conn:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
+        self.idle_since = 0.0
 
-    def stale(self) -> bool:
+    def stale(self, now: float) -> bool:
         # A peer that closed an idle connection (or sent something unasked) has left EOF or
-        # bytes in the reader by now: such a connection cannot carry another exchange.
+        # bytes in the reader by now: such a connection cannot carry another exchange. One
+        # idle for long may be closing on the server's side right now.
         return (
-            self.writer.is_closing()
+            now - self.idle_since >= _REUSE_IDLE_S
+            or self.writer.is_closing()
             or self.reader.at_eof()
             or bool(getattr(self.reader, "_buffer", b""))
         )
@@ -347,6 +355,7 @@ class PlainClient:
 
     def _release(self, conn: _Conn) -> None:
         if conn in self._open and len(self._idle) < _MAX_IDLE:
+            conn.idle_since = asyncio.get_running_loop().time()
             self._idle.append(conn)
         else:
             self._forget(conn)
@@ -434,7 +443,7 @@ class PlainClient:
     async def _connection(self, host: str, port: int, timeout: Timeout) -> tuple[_Conn, bool]:
         while self._idle:
             conn = self._idle.pop()
-            if conn.stale():
+            if conn.stale(asyncio.get_running_loop().time()):
                 self._forget(conn)
             else:
                 return conn, True

@@ -154,6 +154,34 @@ async def test_an_idle_connection_the_server_closed_is_not_reused(tmp_path):
         assert server.connections == 2
 
 
+async def test_a_connection_idle_for_long_is_not_reused_for_a_post(tmp_path):
+    """A server ends an idle connection on its own clock; a POST sent just as it does is
+    answered by nobody and cannot be repeated, so a long-idle connection is not reused."""
+    loop = asyncio.get_running_loop()
+
+    async def handler(reader, writer):
+        answered = loop.time()
+        while True:
+            await server.read(reader)
+            if loop.time() - answered > 1.5:
+                return  # its keep-alive timer fired as this request came in: no answer
+            writer.write(_answer(b"[1]"))
+            await writer.drain()
+            answered = loop.time()
+
+    server, listening, path = await _unix(tmp_path, handler)
+    async with (
+        listening,
+        http.client("http://peer", socket_path=path, timeout=http.Timeout(5)) as c,
+    ):
+        assert (await c.request("POST", "/a", json={})).json() == [1]
+        assert (await c.request("POST", "/b", json={})).json() == [1]
+        assert server.connections == 1  # a connection just used is kept alive
+        await asyncio.sleep(2.2)
+        assert (await c.request("POST", "/c", json={})).json() == [1]
+        assert server.connections == 2
+
+
 async def test_read_timeouts_and_connect_errors(tmp_path):
     async def handler(reader, writer):
         await server.read(reader)
