@@ -135,6 +135,16 @@ def stop_everything(home: Path, *procs: subprocess.Popen[bytes] | None) -> None:
     unmount_under(home)
 
 
+def run_pit(home: Path, log: Path, *args: str, timeout: float = 240) -> tuple[int, str]:
+    """Run one ``manage.py`` command on ``home`` to its end; its exit code and output."""
+    proc = start_pit(list(args), pit_env(home), log)
+    try:
+        code = proc.wait(timeout=timeout)
+    finally:
+        stop_everything(home, proc)
+    return code, log.read_text(encoding="utf-8", errors="replace")
+
+
 def mounts_under(folder: Path) -> list[str]:
     """Mount points at or below ``folder``, deepest first (from /proc/self/mountinfo)."""
     root = str(folder.resolve())

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.pitrun import REPO, pit_env, read_chronicle, start_pit, stop_everything
+from tests.e2e.pitrun import REPO, read_chronicle, run_pit
 
 EXAMPLE = REPO / "examples" / "relay"
 AGENTS = ["amber", "basil", "cedar", "editor"]
@@ -22,23 +22,14 @@ AGENTS = ["amber", "basil", "cedar", "editor"]
 pytestmark = pytest.mark.timeout(600)
 
 
-def pit(home: Path, log: Path, *args: str, timeout: float = 240) -> tuple[int, str]:
-    proc = start_pit(list(args), pit_env(home), log)
-    try:
-        code = proc.wait(timeout=timeout)
-    finally:
-        stop_everything(home, proc)
-    return code, log.read_text(encoding="utf-8", errors="replace")
-
-
 def test_a_fork_with_a_changed_parameter_goes_live_where_the_prose_changed(
     tmp_path: Path,
 ) -> None:
     package, home = tmp_path / "relay", tmp_path / "home"
     shutil.copytree(EXAMPLE, package)
-    code, out = pit(home, tmp_path / "up.log", "pit_up", str(package), "--realm", "relay-src")
+    code, out = run_pit(home, tmp_path / "up.log", "pit_up", str(package), "--realm", "relay-src")
     assert code == 0, out
-    code, out = pit(
+    code, out = run_pit(
         home,
         tmp_path / "fork.log",
         "pit_fork",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.pitrun import REPO, Chronicle, pit_env, read_chronicle, start_pit, stop_everything
+from tests.e2e.pitrun import REPO, Chronicle, pit_env, read_chronicle, run_pit
 
 EXAMPLE = REPO / "examples" / "rps-duel"
 
@@ -35,22 +35,13 @@ class World:
         return self.home / "realms" / self.source / "recording"
 
 
-def pit(world_home: Path, log: Path, *args: str, timeout: float = 240) -> tuple[int, str]:
-    proc = start_pit(list(args), pit_env(world_home), log)
-    try:
-        code = proc.wait(timeout=timeout)
-    finally:
-        stop_everything(world_home, proc)
-    return code, log.read_text(encoding="utf-8", errors="replace")
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tmp = tmp_path_factory.mktemp("replay")
     package = tmp / "rps-duel"
     shutil.copytree(EXAMPLE, package)
     home = tmp / "home"
-    code, out = pit(home, tmp / "up.log", "pit_up", str(package), "--realm", "duel-src")
+    code, out = run_pit(home, tmp / "up.log", "pit_up", str(package), "--realm", "duel-src")
     assert code == 0, out
     yield World(home, package, "duel-src", read_chronicle(home, "duel-src"))
 
@@ -83,7 +74,7 @@ def test_the_recording_has_each_call_and_no_key(world: World) -> None:
 
 
 def test_a_replay_reproduces_the_transcript_at_no_cost(world: World, tmp_path: Path) -> None:
-    code, out = pit(
+    code, out = run_pit(
         world.home,
         tmp_path / "replay.log",
         "pit_rerun",
@@ -116,7 +107,7 @@ def test_a_planted_divergence_is_reported_at_its_call(world: World, tmp_path: Pa
     rows[2]["request"] = name
     index.write_text("".join(json.dumps(r) + "\n" for r in rows))
     try:
-        code, out = pit(
+        code, out = run_pit(
             world.home,
             tmp_path / "diverge.log",
             "pit_rerun",
@@ -146,7 +137,7 @@ def test_a_fork_replays_up_to_its_point_then_goes_live(world: World, tmp_path: P
             'round: "R4", payload: "rock"', 'round: "R4", payload: "scissors"'
         )
     )
-    code, out = pit(
+    code, out = run_pit(
         world.home,
         tmp_path / "fork.log",
         "pit_fork",
