@@ -11,10 +11,11 @@ from .run import clean_env, run_pytest
 
 pytestmark = pytest.mark.timeout(120)
 
-# Only the two plugins under test: no Django (whose test settings would make a home).
+# Only the two plugins under test, and xdist to run them as CI does: no plugin is
+# autoloaded (Django's test settings would make a home, and hypothesis and the rest
+# cost seconds an interpreter, which under a loaded suite ran past the timeout).
 PLUGINS = [
-    *("-p", "tests.fixtures.compat", "-p", "tests.fixtures.gate"),
-    *("-p", "no:randomly", "-p", "no:django"),
+    *("-p", "tests.fixtures.compat", "-p", "tests.fixtures.gate", "-p", "xdist.plugin"),
 ]
 
 
@@ -26,7 +27,11 @@ def session(tmp_path: Path, tests: str, floors: str, *extra: str, **env: str):
     args = [*PLUGINS, "--rootdir", str(tmp_path), "-c", str(tmp_path / "pytest.ini"), *extra]
     result = run_pytest(
         [*args, str(tmp_path)],
-        clean_env(BEARPIT_TEST_FLOOR_FILE=str(tmp_path / "min-tests"), **env),
+        clean_env(
+            BEARPIT_TEST_FLOOR_FILE=str(tmp_path / "min-tests"),
+            PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+            **env,
+        ),
     )
     return result, result.stdout + result.stderr
 
