@@ -40,6 +40,7 @@ from ledger.gateway.errors import (
 from ledger.gateway.local_queue import UpstreamQueues, held_while_streaming
 from ledger.gateway.record import Recorder, now_ms
 from ledger.gateway.routes import Routes
+from ledger.gateway.upstream_http import UpstreamClient
 from ledger.local_server import slots_for
 from ledger.pricing import cost_nusd, to_usd
 from ledger.services import spend
@@ -99,6 +100,7 @@ class Gateway:
             self._in_pool, self._in_settle_pool, before_settling=self.recorder.written
         )
         self.session = passthrough.new_session()
+        self.upstream = UpstreamClient()
         self.queues = UpstreamQueues(slots_for(None), self.session)
         self.replayer = replay_backend.Replayer()
 
@@ -116,6 +118,7 @@ class Gateway:
         """Finish writing settlements, then let go of connections and threads."""
         await self.books.aclose()
         await self.session.close()
+        await self.upstream.close()
         self.recorder.hand_over()
         await asyncio.get_running_loop().run_in_executor(None, self.recorder.close)
         # Close each worker thread's database connection in that thread.
@@ -343,7 +346,7 @@ class Gateway:
             data = scripted_backend.completion(call, reply, prompt, usage)
             return json.dumps(data).encode()
         if transport == "openai":
-            return await passthrough.complete(self.session, call, usage)
+            return await passthrough.complete(self.upstream, call, usage)
         return await litellm_backend.complete(call, usage)
 
     async def _open_stream(self, call: Call, usage: Usage) -> AsyncIterator[bytes]:
