@@ -10,7 +10,8 @@ certificates checked), ``Content-Length``, chunked and until-close bodies (parse
 httptools, the parser uvicorn uses), one deadline for the whole call, bounded headers and
 body. A connection is reused only when the server kept it alive, it answered in full, and
 it has been idle less than ``keepalive``; a connection the server has closed is dropped as
-soon as its end arrives. A failed POST is never sent again (the provider may have begun
+soon as its end arrives. A redirect is never followed (a 3xx is the answer): it could take
+the provider key somewhere else. A failed POST is never sent again (the provider may have begun
 generating, and would bill twice); the caller gets the failure.
 """
 
@@ -53,7 +54,8 @@ class _Conn(asyncio.Protocol):
     def _reset(self) -> None:
         self._body: list[bytes] = []
         self._size = 0
-        self._head = 0
+        self._head = 0  # header bytes so far
+        self._headed = False  # the status line and headers are in
         self._framed = False  # a Content-Length or chunked body: its end is known
         self._complete = False
         self._keep = False
@@ -84,7 +86,7 @@ class _Conn(asyncio.Protocol):
         self.closed = True
         if self.waiter is None or self.waiter.done():
             return
-        if self._head and not self._framed and not self._complete:
+        if self._headed and not self._framed and not self._complete:
             # An until-close body ends here.
             self._finish()
             return
@@ -107,7 +109,7 @@ class _Conn(asyncio.Protocol):
             self._framed = True
 
     def on_headers_complete(self) -> None:
-        self._head = max(self._head, 1)
+        self._headed = True
         if self.parser.get_status_code() in _NO_BODY:
             self._framed = True
 

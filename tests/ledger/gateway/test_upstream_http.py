@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import ssl
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,15 +26,17 @@ class Server:
         answer: Callable[[int, bytes], Awaitable[bytes]],
         *,
         closes: frozenset[int] = frozenset(),
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.answer = answer
+        self.tls = tls
         self.closes = closes  # the requests after whose answer it closes the connection
         self.connections = 0
         self.requests: list[bytes] = []
         self.server: asyncio.Server | None = None
 
     async def __aenter__(self) -> Server:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -43,7 +46,9 @@ class Server:
     @property
     def url(self) -> str:
         assert self.server is not None
-        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/v1/chat/completions"
+        # Over TLS by the name the test certificate carries.
+        origin = "https://localhost" if self.tls else "http://127.0.0.1"
+        return f"{origin}:{self.server.sockets[0].getsockname()[1]}/v1/chat/completions"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -63,14 +68,14 @@ class Server:
                 if len(self.requests) in self.closes:
                     await asyncio.sleep(0.02)
                     break
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            pass  # the client hung up or refused the certificate: this connection is over
         finally:
             writer.close()
 
 
-def run(coro: Awaitable[None]) -> None:
-    asyncio.run(coro)  # type: ignore[arg-type]
+def run(coro: Coroutine[Any, Any, None]) -> None:
+    asyncio.run(coro)
 
 
 async def _ok(n: int, request: bytes) -> bytes:
@@ -274,25 +279,19 @@ def test_https_checks_the_providers_certificate(tmp_path: Path) -> None:
     context.load_cert_chain(cert, key)
 
     async def main() -> None:
-        async def serve(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-            try:
-                await r.readuntil(b"\r\n\r\n")
-                w.write(OK)
-                await w.drain()
-            except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
-                pass
-            w.close()
-
-        listener = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)
-        port = listener.sockets[0].getsockname()[1]
-        # A self-signed certificate is not trusted: the call fails before a byte is sent.
-        with pytest.raises(ssl.SSLCertVerificationError):
-            await UpstreamClient().post(f"https://localhost:{port}/v1", b"{}", {}, timeout=5)
-        # Trusted, the same server answers over TLS on a kept-alive connection.
-        client = UpstreamClient()
-        client._tls = ssl.create_default_context(cafile=str(cert))
-        answer = await client.post(f"https://localhost:{port}/v1", b"{}", {}, timeout=5)
-        assert answer.body == b'{"ok": true}'
-        listener.close()
+        async with Server(_ok, tls=context) as server:
+            # A self-signed certificate is not trusted: the call fails before a byte is sent.
+            with pytest.raises(ssl.SSLCertVerificationError):
+                await UpstreamClient().post(server.url, b"{}", {}, timeout=5)
+            assert not server.requests
+            # Trusted, the same server answers over TLS, on one kept-alive connection.
+            client = UpstreamClient()
+            client._tls = ssl.create_default_context(cafile=str(cert))
+            for _ in range(2):
+                answer = await client.post(server.url, b"{}", {}, timeout=5)
+                assert answer.body == b'{"ok": true}'
+            # The refused handshake never reached the server's handler: one connection.
+            assert len(server.requests) == 2 and server.connections == 1
+            await client.close()
 
     run(main())
