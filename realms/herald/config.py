@@ -24,6 +24,7 @@ AS_ID = "bearpit-herald"
 SYSTEM_LOCALPART = "bp_system"
 GATE_MODULE = "realms.herald.gate.HeraldGate"
 SQLITE_SYNC_MODULE = "realms.herald.sqlitesync.SqliteSync"
+SQLITE_INLINE_MODULE = "realms.herald.sqliteinline.SqliteInline"
 EVENT_SCHEMAS_MODULE = "realms.herald.eventschemas.EventSchemas"
 
 # Bots post in bursts; Synapse's defaults answer a dozen quick sends with 429.
@@ -300,6 +301,12 @@ def write_config(config: HomeserverConfig) -> None:
         "require_auth_for_profile_requests": True,
         "limit_profile_requests_to_users_who_share_rooms": True,
         "user_directory": {"enabled": False},
+        # With the directory off nothing reads its tables, yet the homeserver would still
+        # update them after every event (~2 % of it flat out, bench/bus.py): the duty goes
+        # to a worker that never runs. Room statistics feed only the room directory and
+        # admin listings, neither of which the bus uses.
+        "update_user_directory_from_worker": "bearpit-none",
+        "stats": {"enabled": False},
         # Synapse sends the hs_token in the Authorization header; never in the URL.
         "use_appservice_legacy_authorization": False,
         "allow_public_rooms_without_auth": False,
@@ -315,7 +322,14 @@ def write_config(config: HomeserverConfig) -> None:
             {"module": EVENT_SCHEMAS_MODULE, "config": {}},
             # One fsync per write transaction on Synapse's single SQLite connection was
             # the biggest cost of a message (bench/bus.py); see realms/herald/sqlitesync.py.
-            *([{"module": SQLITE_SYNC_MODULE, "config": {}}] if config.database is None else []),
+            *(
+                [
+                    {"module": SQLITE_SYNC_MODULE, "config": {}},
+                    {"module": SQLITE_INLINE_MODULE, "config": {}},
+                ]
+                if config.database is None
+                else []
+            ),
         ],
         **RATE_LIMITS,
     }

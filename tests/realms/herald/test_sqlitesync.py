@@ -15,6 +15,7 @@ from realms.herald import sqlitesync
 from realms.herald.config import (
     EVENT_SCHEMAS_MODULE,
     GATE_MODULE,
+    SQLITE_INLINE_MODULE,
     SQLITE_SYNC_MODULE,
     HomeserverConfig,
     write_config,
@@ -49,7 +50,12 @@ def _synchronous(conn: sqlite3.Connection) -> int:
 def test_only_a_sqlite_homeserver_loads_the_module(tmp_path: Path) -> None:
     base = HomeserverConfig(home=tmp_path / "a", server_name="t.local", port=1, platform_port=2)
     write_config(base)
-    assert _modules(base) == [GATE_MODULE, EVENT_SCHEMAS_MODULE, SQLITE_SYNC_MODULE]
+    assert _modules(base) == [
+        GATE_MODULE,
+        EVENT_SCHEMAS_MODULE,
+        SQLITE_SYNC_MODULE,
+        SQLITE_INLINE_MODULE,
+    ]
 
     on_postgres = HomeserverConfig(
         home=tmp_path / "b",

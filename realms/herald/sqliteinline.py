@@ -1,0 +1,74 @@
+"""Run the embedded homeserver's SQLite transactions on its reactor thread: a Synapse module.
+
+Synapse gives SQLite a connection pool of one connection on one worker thread, so every
+database transaction is handed to that thread and its result handed back: a queue put,
+a wake-up of the worker, a ``callFromThread`` and a write to the reactor's wake-up pipe,
+and the two threads then take turns at the interpreter lock. Sending one message runs a
+few dozen transactions, and SQLite's own work in each is small (WAL, no fsync, see
+``realms.herald.sqlitesync``): flat out (``bench/bus.py``) the homeserver's two threads
+together used one core, a good part of it in the hand-over.
+
+Here the pool runs each transaction where it is asked for, on the reactor thread, as
+Synapse's own test suite runs it. The transactions are the same, in the same order,
+committed or rolled back the same way, on the pool's one connection; they were already
+serialised (one connection), so only the thread they run on changes. What changes for
+the rest of the homeserver: while a transaction runs, the reactor serves nothing else,
+where before it could parse a request meanwhile. A transaction here takes well under a
+millisecond or a few, so that costs less than the hand-over did.
+
+Loaded through ``modules:`` only when Synapse runs on SQLite; PostgreSQL keeps its pool
+of connections on threads, where transactions do overlap. Applied while Synapse parses
+its config, before it makes any database pool. Synapse imports this module in its own
+process: it must not import Django.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synapse.storage import database as synapse_database
+from synapse.storage.engines import Sqlite3Engine
+from twisted.internet import defer
+
+APPLIED = "_bearpit_sqlite_inline"
+
+
+def run_inline(pool: Any) -> None:
+    """Make ``pool.runWithConnection`` run its function now, on the calling thread."""
+
+    def run_with_connection(func: Any, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
+        try:
+            result = pool._runWithConnection(func, *args, **kwargs)
+        except Exception:
+            return defer.fail()
+        return defer.succeed(result)
+
+    pool.runWithConnection = run_with_connection
+
+
+def apply() -> None:
+    """Make every SQLite pool Synapse builds from now on run inline."""
+    if getattr(synapse_database, APPLIED, False):
+        return
+    original = synapse_database.make_pool
+
+    def make_pool(*, engine: Any, **kwargs: Any) -> Any:
+        pool = original(engine=engine, **kwargs)
+        if isinstance(engine, Sqlite3Engine):
+            run_inline(pool)
+        return pool
+
+    synapse_database.make_pool = make_pool
+    setattr(synapse_database, APPLIED, True)
+
+
+class SqliteInline:
+    """The module Synapse loads; all its work happens in ``parse_config``."""
+
+    def __init__(self, config: dict[str, Any], api: object) -> None:
+        self.config = config
+
+    @staticmethod
+    def parse_config(config: dict[str, Any]) -> dict[str, Any]:
+        apply()
+        return config
