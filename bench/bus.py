@@ -18,12 +18,11 @@ own token, syncing its rooms. Two phases, each counting lost and duplicated mess
   divided by the time from the first send to the last completion.
 
 The default rate, 4 msg/s, is what a 2-core machine carries with headroom when each
-of 20 clients wakes up for every message: there the acknowledgement of a send takes
-p50 ~60 ms, the path's own cost. At 8 msg/s the same machine already queues (sends
-acknowledged after ~0.5 s) although the saturation phase completes 17-23 msg/s:
-flat out, each sync wake-up carries several messages, so a message costs the
-homeserver less than when they arrive one at a time. A rate at or above what the
-homeserver sustains only measures how long the queue has grown by the end of the run.
+of 20 clients wakes up for every message (about a third of a core of homeserver CPU).
+Flat out, each sync wake-up carries many messages, so a message costs the homeserver
+far less than when they arrive one at a time: the saturation phase completes several
+times the paced rate. A rate at or above what the homeserver sustains only measures
+how long the queue has grown by the end of the run.
 
 Mirroring times are noted by a separate process polling the Chronicle every 5 ms
 (CLOCK_MONOTONIC is shared between processes), so the clients' event loop cannot
