@@ -24,6 +24,8 @@ import jsonschema
 from jsonschema.exceptions import best_match
 from synapse.events import validator as synapse_validator
 
+from realms.herald.patchmodule import ConfigTimePatch
+
 APPLIED = "_bearpit_checked_once"
 
 
@@ -61,13 +63,7 @@ def apply() -> None:
     jsonschema.validate = validate
 
 
-class EventSchemas:
-    """The module Synapse loads; all its work happens in ``parse_config``."""
+class EventSchemas(ConfigTimePatch):
+    """The module Synapse loads."""
 
-    def __init__(self, config: dict[str, Any], api: object) -> None:
-        self.config = config
-
-    @staticmethod
-    def parse_config(config: dict[str, Any]) -> dict[str, Any]:
-        apply()
-        return config
+    patch = staticmethod(apply)

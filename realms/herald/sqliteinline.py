@@ -30,6 +30,8 @@ from synapse.storage import database as synapse_database
 from synapse.storage.engines import Sqlite3Engine
 from twisted.internet import defer
 
+from realms.herald.patchmodule import ConfigTimePatch
+
 APPLIED = "_bearpit_sqlite_inline"
 
 
@@ -62,13 +64,7 @@ def apply() -> None:
     setattr(synapse_database, APPLIED, True)
 
 
-class SqliteInline:
-    """The module Synapse loads; all its work happens in ``parse_config``."""
+class SqliteInline(ConfigTimePatch):
+    """The module Synapse loads."""
 
-    def __init__(self, config: dict[str, Any], api: object) -> None:
-        self.config = config
-
-    @staticmethod
-    def parse_config(config: dict[str, Any]) -> dict[str, Any]:
-        apply()
-        return config
+    patch = staticmethod(apply)

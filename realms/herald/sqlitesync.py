@@ -23,6 +23,8 @@ from typing import Any
 
 from synapse.storage.engines.sqlite import Sqlite3Engine
 
+from realms.herald.patchmodule import ConfigTimePatch
+
 PRAGMA = "PRAGMA synchronous = NORMAL;"
 APPLIED = "_bearpit_synchronous_normal"
 
@@ -41,13 +43,7 @@ def apply() -> None:
     setattr(Sqlite3Engine, APPLIED, True)
 
 
-class SqliteSync:
-    """The module Synapse loads; all its work happens in ``parse_config``."""
+class SqliteSync(ConfigTimePatch):
+    """The module Synapse loads."""
 
-    def __init__(self, config: dict[str, Any], api: object) -> None:
-        self.config = config
-
-    @staticmethod
-    def parse_config(config: dict[str, Any]) -> dict[str, Any]:
-        apply()
-        return config
+    patch = staticmethod(apply)

@@ -1,5 +1,5 @@
 """The embedded homeserver runs its SQLite transactions on the reactor thread; PostgreSQL
-keeps its pool of threads."""
+keeps its pool of threads (which homeserver loads the module: test_sqlitesync.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-import yaml
 from synapse.config.database import DatabaseConnectionConfig
 from synapse.storage import database as synapse_database
 from synapse.storage.engines import create_engine
@@ -17,17 +16,10 @@ from twisted.enterprise import adbapi
 from twisted.internet.interfaces import IReactorCore
 from twisted.internet.testing import MemoryReactorClock
 
-from bearpit.env import DatabaseURL
 from realms.herald import sqliteinline
-from realms.herald.config import SQLITE_INLINE_MODULE, HomeserverConfig, write_config
 from realms.herald.sqliteinline import SqliteInline
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def _modules(config: HomeserverConfig) -> list[str]:
-    written = yaml.safe_load(config.config_path.read_text(encoding="utf-8"))
-    return [m["module"] for m in written["modules"]]
 
 
 def _pool(database: dict[str, Any]) -> adbapi.ConnectionPool:
@@ -52,23 +44,6 @@ def _rows(path: Path) -> list[tuple[Any, ...]]:
     """What another connection sees: only what was committed."""
     with sqlite3.connect(path) as conn:
         return conn.execute("SELECT x FROM t ORDER BY x").fetchall()
-
-
-def test_only_a_sqlite_homeserver_loads_the_module(tmp_path: Path) -> None:
-    on_sqlite = HomeserverConfig(
-        home=tmp_path / "a", server_name="t.local", port=1, platform_port=2
-    )
-    write_config(on_sqlite)
-    assert SQLITE_INLINE_MODULE in _modules(on_sqlite)
-    on_postgres = HomeserverConfig(
-        home=tmp_path / "b",
-        server_name="t.local",
-        port=1,
-        platform_port=2,
-        database=DatabaseURL(engine="django.db.backends.postgresql", name="bp", host="h"),
-    )
-    write_config(on_postgres)
-    assert SQLITE_INLINE_MODULE not in _modules(on_postgres)
 
 
 def test_a_transaction_runs_at_once_on_the_calling_thread_and_commits(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ def _synchronous(conn: sqlite3.Connection) -> int:
 
 
 @pytest.mark.timeout(30)
-def test_only_a_sqlite_homeserver_loads_the_module(tmp_path: Path) -> None:
+def test_only_a_sqlite_homeserver_loads_the_sqlite_modules(tmp_path: Path) -> None:
     base = HomeserverConfig(home=tmp_path / "a", server_name="t.local", port=1, platform_port=2)
     write_config(base)
     assert _modules(base) == [
