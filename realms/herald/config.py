@@ -320,8 +320,9 @@ def write_config(config: HomeserverConfig) -> None:
             # Checking the constant m.mentions schema again on every message was ~8 % of
             # the homeserver's time (bench/bus.py); see realms/herald/eventschemas.py.
             {"module": EVENT_SCHEMAS_MODULE, "config": {}},
-            # One fsync per write transaction on Synapse's single SQLite connection was
-            # the biggest cost of a message (bench/bus.py); see realms/herald/sqlitesync.py.
+            # On SQLite: one fsync per write transaction was the biggest cost of a message,
+            # and handing every transaction to the database thread and back the next
+            # (bench/bus.py); see realms/herald/sqlitesync.py and sqliteinline.py.
             *(
                 [
                     {"module": SQLITE_SYNC_MODULE, "config": {}},

@@ -14,7 +14,7 @@ committed or rolled back the same way, on the pool's one connection; they were a
 serialised (one connection), so only the thread they run on changes. What changes for
 the rest of the homeserver: while a transaction runs, the reactor serves nothing else,
 where before it could parse a request meanwhile. A transaction here takes well under a
-millisecond or a few, so that costs less than the hand-over did.
+millisecond, a few at most, so that costs less than the hand-over did.
 
 Loaded through ``modules:`` only when Synapse runs on SQLite; PostgreSQL keeps its pool
 of connections on threads, where transactions do overlap. Applied while Synapse parses
