@@ -16,8 +16,8 @@ class WardenState(models.Model):
 
     Everything here can be rebuilt from the Chronicle in principle, but keeping it
     on one row makes a tick cheap and lets a worker that restarts mid-realm carry on
-    exactly where the last one stopped: the turn rotation, the DM quotas, and how far
-    the event and message streams have been consumed.
+    exactly where the last one stopped: the turn rotation, the DM quotas, how far the
+    event and message streams have been consumed, and the floor moves still to make.
     """
 
     realm = models.OneToOneField("realms.Realm", on_delete=models.CASCADE, related_name="warden")
@@ -28,6 +28,10 @@ class WardenState(models.Model):
     )
     stopped_agents = models.JSONField(
         default=list, help_text="agents whose sandbox the Warden stopped (eliminated or killed)"
+    )
+    outbox = models.JSONField(
+        default=list,
+        help_text="floor moves already chronicled, not yet made on the bus (realms.warden.outbox)",
     )
     watch_started_ms = models.BigIntegerField(null=True, blank=True)
     kicked_off = models.BooleanField(default=False)

@@ -1,20 +1,24 @@
 """One Warden tick over a running realm.
 
-Order: kickoff (once) → feed new Commons speech to the TurnManager → enforce new
-ELIMINATION events → silence handling → deliver PRIVATE events → the loop watch over the
-new speech and traced tool calls (``spec.loops``) → machine wakes → termination check →
-the TurnManager's floor moves → traces → stale task leases → schedules and wakes →
-snapshot → budget policy → nudges → termination → the claim of the conclusion
-(``concluding``). The teardown runs apart from the tick (``realms.warden.watch``): its
-grace period must not hold a worker's tick.
+Order: floor moves an earlier tick left unmade → kickoff (once) → feed new Commons
+speech to the TurnManager → enforce new ELIMINATION events → silence handling → deliver
+PRIVATE events → the loop watch over the new speech and traced tool calls
+(``spec.loops``) → machine wakes → termination check → commit → the TurnManager's floor
+moves → traces → stale task leases → schedules and wakes → snapshot → budget policy →
+nudges → termination → the claim of the conclusion (``concluding``). The teardown runs
+apart from the tick (``realms.warden.watch``): its grace period must not hold a
+worker's tick.
 
 The TurnManager decides as speech comes in, but its floor moves are posted last: a
 DM sent with a floor-passing post reaches its recipient before that recipient's
 grant, and a realm that is over grants nobody another turn.
 
-Bus side effects happen before the matching state is committed, so a tick that
-fails half-way is simply redone by the next one: the Chronicle never holds an
-event twice, at worst a notice is posted twice.
+Other bus side effects (deliveries, wakes, nudges) happen before the matching state is
+committed, so a tick that fails half-way is simply redone by the next one: the
+Chronicle never holds an event twice, at worst a notice is posted twice. The floor
+moves go the other way round (``realms.warden.outbox``): a turn is chronicled, with
+its moves stored beside the tick's state, before the bus hears of it, so what an
+agent does on the grant or the referee's cue is chronicled after the turn.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from realms.realmtools.taskboard_leases import expire_leases
 from realms.services import traces
 from realms.services.conclude import begin_conclusion
 from realms.services.kickoff import kickoff_mentions, kickoff_text
-from realms.warden import budget, loops, nudges, termination
+from realms.warden import budget, loops, nudges, outbox, termination
 from realms.warden.dms import Deliver, DmLedger, Notice, Private, plan_deliveries
 from realms.warden.models import WardenState
 from realms.warden.snapshot import LiveSnapshot, build_snapshot
@@ -101,25 +105,8 @@ def _turn_manager(realm: Realm, state: WardenState) -> TurnManager | None:
     return TurnManager.create(config) if config else None
 
 
-def apply_turn_actions(realm: Realm, actions: Sequence[Action]) -> list[dict[str, Any]]:
-    """Carry out floor moves and posts now; return the TURN payloads to chronicle."""
-    realm_id = realm.realm_id
-    referee = plan_of(realm).referee
-    events: list[dict[str, Any]] = []
-    for action in actions:
-        if isinstance(action, TurnEvent):
-            events.append(action.payload)
-        elif isinstance(action, Grant):
-            floor.grant_floor(realm_id, action.agent, referee)
-            posting.announce(realm_id, action.text, list(action.mentions))
-        elif isinstance(action, Post):
-            posting.announce(realm_id, action.text, list(action.mentions))
-        elif isinstance(action, OpenFloor):
-            floor.open_floor(realm_id)
-    return events
-
-
-def _kickoff(realm: Realm, tm: TurnManager | None, now_s: float) -> list[dict[str, Any]]:
+def _kickoff(realm: Realm, tm: TurnManager | None, now_s: float) -> list[Action]:
+    """Post the kickoff; the opening floor moves, to chronicle and carry out."""
     plan = plan_of(realm)
     text = kickoff_text(plan)
     mentions = kickoff_mentions(plan)
@@ -132,7 +119,12 @@ def _kickoff(realm: Realm, tm: TurnManager | None, now_s: float) -> list[dict[st
         text = f"{text}\n\n{cue.text}"
         mentions = list(cue.mentions)
     posting.announce(realm.realm_id, text, mentions)
-    return apply_turn_actions(realm, actions)
+    return actions
+
+
+def _make_moves(realm: Realm, state: WardenState, moves: Sequence[outbox.Entry]) -> None:
+    if moves:
+        outbox.carry_out(realm.realm_id, plan_of(realm).referee, state.pk, moves)
 
 
 class Stream:
@@ -251,19 +243,23 @@ def run_tick(realm_id: str) -> TickResult:
     now_s = now / 1000.0
     tm = _turn_manager(realm, state)
     cursors = dict(state.cursors)
-    turn_events: list[dict[str, Any]] = []
     system_events: list[dict[str, Any]] = []
 
+    # Moves a tick chronicled but did not get onto the bus come before anything new.
+    _make_moves(realm, state, state.outbox)
     if not state.kicked_off:
         # Committed on its own, at once: a tick failing later must not kick off twice.
-        opening = _kickoff(realm, tm, now_s)
+        opening, opening_moves = outbox.split(_kickoff(realm, tm, now_s))
         with transaction.atomic():
             for payload in opening:
                 record_event(realm_id, Kind.TURN, payload)
             WardenState.objects.filter(pk=state.pk).update(
-                kicked_off=True, turns=tm.state.to_json() if tm is not None else {}
+                kicked_off=True,
+                turns=tm.state.to_json() if tm is not None else {},
+                outbox=opening_moves,
             )
         state.kicked_off = True
+        _make_moves(realm, state, opening_moves)
 
     bus = get_bus(realm_id)
     if state.ticks % MIRROR_CHECK_EVERY_TICKS == 0:
@@ -278,7 +274,7 @@ def run_tick(realm_id: str) -> TickResult:
     )
     eliminations: list[Event] = streams["elimination"].read(events.filter(kind=Kind.ELIMINATION))
     # The TurnManager decides now; its floor moves are carried out only after this tick's
-    # DMs are delivered and termination is checked (see ``_carry_out``).
+    # DMs are delivered, termination is checked and the tick is committed (``_floor_moves``).
     moves: list[Action] = []
     if tm is not None:
         for msg in speech:
@@ -329,7 +325,7 @@ def run_tick(realm_id: str) -> TickResult:
     if ending is None:
         _wakes(realm_id, games)
         system_events += _idle_nudges(realm_id, now)
-    turn_events += _carry_out(realm, moves, ending)
+    turn_events, floor_moves = _floor_moves(moves, ending)
 
     for stream in streams.values():
         stream.commit()
@@ -350,8 +346,10 @@ def run_tick(realm_id: str) -> TickResult:
             kicked_off=state.kicked_off,
             ticks=state.ticks + 1,
             failures=0,
+            outbox=floor_moves,
         )
     result.turn_actions = len(turn_events)
+    _make_moves(realm, state, floor_moves)
 
     if state.ticks % TRACE_EVERY_TICKS == 0:
         traces.ingest_all(realm_id)
@@ -411,19 +409,19 @@ def _moves_floor(actions: Sequence[Action]) -> bool:
     return any(isinstance(a, Grant | Post | OpenFloor) for a in actions)
 
 
-def _carry_out(
-    realm: Realm, moves: Sequence[Action], ending: termination.Conclusion | None
-) -> list[dict[str, Any]]:
-    """Carry out the TurnManager's moves unless the realm ends at this tick; the turn
-    events to record.
+def _floor_moves(
+    moves: Sequence[Action], ending: termination.Conclusion | None
+) -> tuple[list[dict[str, Any]], list[outbox.Entry]]:
+    """The turn events to record and the floor moves to make, unless the realm ends at
+    this tick.
 
     A referee's closing post resumes the rotation like any other, so a realm that is over
     hands nobody the floor: only the records of what already happened (removals, skips, a
     completed round) are kept then.
     """
     if ending is None:
-        return apply_turn_actions(realm, moves)
-    return [a.payload for a in moves if isinstance(a, TurnEvent) and "event" in a.payload]
+        return outbox.split(moves)
+    return [a.payload for a in moves if isinstance(a, TurnEvent) and "event" in a.payload], []
 
 
 def _conclusion(

@@ -22,6 +22,7 @@ from ledger.services.profiles import seed_profiles
 from realms.forge import layout
 from realms.herald.bus import BusAgent, provision_bus
 from realms.herald.directory import get_bus, user_of
+from realms.herald.homeserver import free_port
 from realms.herald.matrix import MatrixError
 from realms.herald.posting import post_as_agent
 from realms.models import Realm, RealmAgent
@@ -132,6 +133,10 @@ def test_a_driving_referee_round_runs_through_the_tick(
     wait_for(said(realm_id, "@ping — it is your turn (round 1)"), "ping's grant")
     grant = Message.objects.get(realm_id=realm_id, body__contains="@ping — it is your turn")
     assert "[umpire] Round R1. First word: teal." in grant.body
+    # The turn is chronicled before the bus hears of it: whatever an agent does on the
+    # grant (or a referee on its cue) comes after the turn in the Chronicle.
+    (granted,) = Event.objects.filter(realm_id=realm_id, kind=Kind.TURN, payload__current="ping")
+    assert granted.ts_ms <= grant.ts_ms
     with pytest.raises(MatrixError):  # the floor is physics: pong is refused
         post_as_agent(realm_id, "pong", commons(realm_id), "me first")
 
@@ -398,3 +403,34 @@ def test_a_driving_referees_machine_kickoff_addresses_only_the_referee(
     umpire, ping, pong = (user_of(bus, a).user_id for a in ("umpire", "ping", "pong"))
     assert umpire in kickoff.body
     assert ping not in kickoff.body and pong not in kickoff.body
+
+
+def test_floor_moves_a_failed_tick_did_not_make_are_made_once_by_the_next(
+    homeserver, platform_server, realm_id, tmp_path, settings
+) -> None:
+    running_realm(package(tmp_path), realm_id)
+    tick_realm(realm_id)
+    speak(realm_id, "umpire", "Round R1. First word: teal.")
+
+    # The homeserver is out of reach when the tick comes to hand ping the floor: the
+    # turn is already chronicled and the grant waits on the Warden's row.
+    reachable = settings.BEARPIT_MATRIX_URL
+    settings.BEARPIT_MATRIX_URL = f"http://127.0.0.1:{free_port()}"
+    assert tick_realm(realm_id) is None
+    state = WardenState.objects.get(realm__realm_id=realm_id)
+    assert state.failures == 1
+    assert [(m["do"], m["agent"]) for m in state.outbox] == [("grant", "ping")]
+    assert [t["current"] for t in turns(realm_id)] == ["ping"]
+    assert not said(realm_id, "@ping — it is your turn")()
+
+    settings.BEARPIT_MATRIX_URL = reachable
+    tick_realm(realm_id)
+    wait_for(said(realm_id, "@ping — it is your turn (round 1)"), "ping's grant")
+    assert WardenState.objects.get(realm__realm_id=realm_id).outbox == []
+    assert [t["current"] for t in turns(realm_id)] == ["ping"]  # chronicled once
+    with pytest.raises(MatrixError):  # the floor moved: pong is refused
+        post_as_agent(realm_id, "pong", commons(realm_id), "me first")
+    tick_realm(realm_id)
+    time.sleep(1.0)  # what a repeat would have posted has had time to be mirrored
+    grants = Message.objects.filter(realm_id=realm_id, body__contains="@ping — it is your turn")
+    assert grants.count() == 1
