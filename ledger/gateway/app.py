@@ -2,7 +2,9 @@
 
 Served outside Django's request stack (this is every agent's hot path). Each call is:
 authenticate (memory, else one lookup) → reserve the worst case (one UPDATE) → forward →
-settle the real cost (one transaction). Database work runs on a small thread pool.
+settle the real cost (one transaction). Database work runs on a small thread pool, except
+a reservation on SQLite, which runs on the event loop when the file is free
+(``ledger.gateway.inline``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ledger.gateway.errors import (
     too_large,
     unauthorized,
 )
+from ledger.gateway.inline import InlineReservations
 from ledger.gateway.local_queue import UpstreamQueues, held_while_streaming
 from ledger.gateway.record import Recorder, now_ms
 from ledger.gateway.routes import Routes
@@ -85,7 +88,8 @@ class Gateway:
         self.max_body = max_body_bytes or int(settings.BEARPIT_GATEWAY_MAX_BODY_BYTES)
         # SQLite has one writer at a time, and its busy handler sleeps (in steps up to
         # 100 ms) while another connection holds the lock: one reservation thread (and the
-        # one settlement thread) keep that rare; the books batch the writes anyway.
+        # one settlement thread) keep that rare; the books batch the writes anyway, and
+        # most reservations never reach the thread (``self.inline``).
         sqlite = connections["default"].vendor == "sqlite"
         self.threads = db_threads or (1 if sqlite else int(settings.BEARPIT_GATEWAY_DB_THREADS))
         self.keys = KeyCache()
@@ -96,8 +100,12 @@ class Gateway:
         # A call is recorded before it is settled, and the books wait for the recorder
         # before each round: a settled call is a recorded one (see Recorder.written).
         self.recorder = Recorder()
+        self.inline = InlineReservations.for_database() if sqlite else None
         self.books = Books(
-            self._in_pool, self._in_settle_pool, before_settling=self.recorder.written
+            self._in_pool,
+            self._in_settle_pool,
+            before_settling=self.recorder.written,
+            hold_now=self.inline.hold if self.inline is not None else None,
         )
         self.session = passthrough.new_session()
         self.upstream = UpstreamClient()
@@ -117,6 +125,8 @@ class Gateway:
     async def aclose(self) -> None:
         """Finish writing settlements, then let go of connections and threads."""
         await self.books.aclose()
+        if self.inline is not None:
+            self.inline.close()
         await self.session.close()
         await self.upstream.close()
         self.recorder.hand_over()

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
+from ledger.gateway.inline import Held
 from ledger.services import spend
 
 log = logging.getLogger("ledger.gateway")
@@ -25,6 +26,9 @@ Runner = Callable[[Callable[[], Any]], Awaitable[Any]]
 Reservation = tuple[int, str, int]  # key id, realm id, amount in n$
 
 _ROUND_MAX = 500
+# How long a reservation waits, between tries on the loop, for another writer to let go
+# of the SQLite file before it takes the line (whose busy handler sleeps far longer).
+INLINE_RETRY_PAUSES = (0.0005, 0.001, 0.002, 0.004)
 # A settlement nobody waits on may wait this long for company, so that a busy gateway
 # writes settlements in fewer, larger transactions.
 LINGER_SECONDS = 0.02
@@ -135,7 +139,10 @@ class Books:
         run_settles: Runner,
         *,
         before_settling: Callable[[], Awaitable[None]] | None = None,
+        hold_now: Callable[[int, str, int], Held] | None = None,
     ) -> None:
+        # Tried before the line (ledger.gateway.inline).
+        self._hold_now = hold_now
         self._reserves: _Line[Reservation, spend.Refusal | Exception | None] = _Line(
             run_reserves, spend.reserve_many, orphaned=self._release_orphan
         )
@@ -145,6 +152,8 @@ class Books:
 
     async def reserve(self, key_id: int, realm_id: str, amount_nusd: int) -> spend.Refusal | None:
         """None when held, else the refusal; raises what failed this reservation alone."""
+        if self._hold_now is not None and await self._held_now(key_id, realm_id, amount_nusd):
+            return None
         done = self._reserves.put((key_id, realm_id, amount_nusd))
         try:
             answer = await done
@@ -158,6 +167,16 @@ class Books:
         if isinstance(answer, Exception):
             raise answer
         return answer
+
+    async def _held_now(self, key_id: int, realm_id: str, amount_nusd: int) -> bool:
+        assert self._hold_now is not None
+        for pause in (*INLINE_RETRY_PAUSES, None):
+            held = self._hold_now(key_id, realm_id, amount_nusd)
+            if held is not Held.BUSY or pause is None:
+                return held is Held.YES
+            # Nothing is held yet, so a caller cancelled here leaves nothing behind.
+            await asyncio.sleep(pause)
+        return False
 
     def _release_orphan(self, item: Reservation, answer: spend.Refusal | Exception | None) -> None:
         if answer is None:

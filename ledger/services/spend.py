@@ -65,13 +65,23 @@ def _reserve_sql() -> str:
 _RESERVE_SQL: str | None = None
 
 
-def reserve(key_id: int, realm_id: str, amount_nusd: int) -> Refusal | None:
-    """Hold ``amount_nusd`` against the key's cap; None when held, else why not."""
+def reserve_statement(placeholder: str = "%s") -> str:
+    """The one UPDATE that holds a reservation, with the driver's placeholder; it
+    changes one row when held (:func:`reserve_params`)."""
     global _RESERVE_SQL
     if _RESERVE_SQL is None:
         _RESERVE_SQL = _reserve_sql()
+    return _RESERVE_SQL if placeholder == "%s" else _RESERVE_SQL.replace("%s", placeholder)
+
+
+def reserve_params(key_id: int, realm_id: str, amount_nusd: int) -> list[Any]:
+    return [amount_nusd, procs.identity(), key_id, amount_nusd, realm_id]
+
+
+def reserve(key_id: int, realm_id: str, amount_nusd: int) -> Refusal | None:
+    """Hold ``amount_nusd`` against the key's cap; None when held, else why not."""
     with connection.cursor() as cursor:
-        cursor.execute(_RESERVE_SQL, [amount_nusd, procs.identity(), key_id, amount_nusd, realm_id])
+        cursor.execute(reserve_statement(), reserve_params(key_id, realm_id, amount_nusd))
         if cursor.rowcount == 1:
             return None
     return _why_refused(key_id, realm_id, amount_nusd)
