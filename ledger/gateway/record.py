@@ -137,6 +137,7 @@ class _Sink:
 
 
 _MAX_SINKS = 256
+_ROW = json.JSONEncoder(sort_keys=True)
 _MAX_KNOWN_BLOBS = 100_000
 
 
@@ -212,7 +213,7 @@ class Writer:
         }
         if usage.cursor is not None:
             row["cursor"] = usage.cursor  # the scripted provider's place after this call
-        sink.index.write(json.dumps(row, sort_keys=True) + "\n")
+        sink.index.write(_ROW.encode(row) + "\n")
         sink.index.flush()
 
 

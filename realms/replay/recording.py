@@ -119,6 +119,10 @@ def read_blob(folder: Path, digest: str) -> Any:
     return json.loads(data)
 
 
+# One encoder for every call: ``json.dumps`` with options builds a new one each time.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(value: Any) -> bytes:
     """The one byte form of a JSON value that names its blob."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return _CANONICAL.encode(value).encode()
