@@ -100,7 +100,7 @@ class Gateway:
         # A call is recorded before it is settled, and the books wait for the recorder
         # before each round: a settled call is a recorded one (see Recorder.written).
         self.recorder = Recorder()
-        self.inline = InlineReservations.for_database() if sqlite else None
+        self.inline = InlineReservations.for_database()
         self.books = Books(
             self._in_pool,
             self._in_settle_pool,

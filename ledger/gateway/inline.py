@@ -77,13 +77,12 @@ class InlineReservations:
                     return Held.NO
             cursor = self._db.execute(self._sql, reserve_params(key_id, realm_id, amount_nusd))
             return Held.YES if cursor.rowcount == 1 else Held.NO
-        except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY:
+        except sqlite3.Error as exc:
+            if (
+                isinstance(exc, sqlite3.OperationalError)
+                and getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY
+            ):
                 return Held.BUSY
-            log.debug("an inline reservation failed; taking the line", exc_info=True)
-            self.close()
-            return Held.NO
-        except sqlite3.Error:
             log.debug("an inline reservation failed; taking the line", exc_info=True)
             self.close()
             return Held.NO

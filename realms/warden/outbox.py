@@ -43,7 +43,7 @@ def split(actions: Sequence[Action]) -> tuple[list[dict[str, Any]], list[Entry]]
     return events, moves
 
 
-def carry_out(realm_id: str, referee: str | None, state_pk: int, moves: Sequence[Entry]) -> int:
+def carry_out(realm_id: str, referee: str | None, state_pk: int, moves: Sequence[Entry]) -> None:
     """Make each stored move on the bus, dropping it from the row once made."""
     left = list(moves)
     while left:
@@ -58,4 +58,3 @@ def carry_out(realm_id: str, referee: str | None, state_pk: int, moves: Sequence
             floor.open_floor(realm_id)
         left.pop(0)
         WardenState.objects.filter(pk=state_pk).update(outbox=left)
-    return len(moves)
