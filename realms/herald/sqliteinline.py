@@ -16,6 +16,14 @@ the rest of the homeserver: while a transaction runs, the reactor serves nothing
 where before it could parse a request meanwhile. A transaction here takes well under a
 millisecond, a few at most, so that costs less than the hand-over did.
 
+One part of Synapse relied on a transaction taking a turn of the reactor: the task
+scheduler records a task as running only after starting it, and removes it when it ends.
+A task whose every step is a transaction now ends before it is recorded, so its removal
+failed and its record stayed, and once five such records (the scheduler's limit) had
+piled up it launched no task again; the homeserver schedules one for every display name
+an agent is given. A task here therefore starts on the reactor's next turn, after it is
+recorded, as it did when its first transaction went to the thread.
+
 Loaded through ``modules:`` only when Synapse runs on SQLite; PostgreSQL keeps its pool
 of connections on threads, where transactions do overlap. Applied while Synapse parses
 its config, before it makes any database pool. Synapse imports this module in its own
@@ -28,6 +36,8 @@ from typing import Any
 
 from synapse.storage import database as synapse_database
 from synapse.storage.engines import Sqlite3Engine
+from synapse.util.duration import Duration
+from synapse.util.task_scheduler import TaskScheduler
 from twisted.internet import defer
 
 from realms.herald.patchmodule import ConfigTimePatch
@@ -48,10 +58,25 @@ def run_inline(pool: Any) -> None:
     pool.runWithConnection = run_with_connection
 
 
+def start_tasks_a_turn_later() -> None:
+    """Make every task action registered from now on wait one turn of the reactor first."""
+    register = TaskScheduler.register_action
+
+    def register_action(self: TaskScheduler, function: Any, action_name: str) -> None:
+        async def after_a_turn(task: Any) -> Any:
+            await self._clock.sleep(Duration(seconds=0))
+            return await function(task)
+
+        register(self, after_a_turn, action_name)
+
+    TaskScheduler.register_action = register_action  # type: ignore[method-assign]
+
+
 def apply() -> None:
     """Make every SQLite pool Synapse builds from now on run inline."""
     if getattr(synapse_database, APPLIED, False):
         return
+    start_tasks_a_turn_later()
     original = synapse_database.make_pool
 
     def make_pool(*, engine: Any, **kwargs: Any) -> Any:
