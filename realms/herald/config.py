@@ -26,6 +26,8 @@ GATE_MODULE = "realms.herald.gate.HeraldGate"
 SQLITE_SYNC_MODULE = "realms.herald.sqlitesync.SqliteSync"
 SQLITE_INLINE_MODULE = "realms.herald.sqliteinline.SqliteInline"
 EVENT_SCHEMAS_MODULE = "realms.herald.eventschemas.EventSchemas"
+FILTER_CHECK_MODULE = "realms.herald.filtercheck.FilterCheck"
+DELAYED_EVENTS_MODULE = "realms.herald.delayedevents.DelayedEventsIdle"
 
 # Bots post in bursts; Synapse's defaults answer a dozen quick sends with 429.
 _GENEROUS = {"per_second": 1000, "burst_count": 10000}
@@ -307,6 +309,12 @@ def write_config(config: HomeserverConfig) -> None:
         # admin listings, neither of which the bus uses.
         "update_user_directory_from_worker": "bearpit-none",
         "stats": {"enabled": False},
+        # Federation is off (no federation listener, no allowed destinations), yet the
+        # main process would still read every new event back and record a stream position
+        # to work out which servers to send it to (~8 % of it flat out, bench/bus.py). An
+        # empty list of senders stops that; Synapse then keeps federation-bound EDUs in a
+        # queue it empties after five minutes.
+        "federation_sender_instances": [],
         # Synapse sends the hs_token in the Authorization header; never in the URL.
         "use_appservice_legacy_authorization": False,
         "allow_public_rooms_without_auth": False,
@@ -320,6 +328,11 @@ def write_config(config: HomeserverConfig) -> None:
             # Checking the constant m.mentions schema again on every message was ~8 % of
             # the homeserver's time (bench/bus.py); see realms/herald/eventschemas.py.
             {"module": EVENT_SCHEMAS_MODULE, "config": {}},
+            # Per-event work nothing here needs: matching each event against a sync
+            # filter through closures (~6 %), and the delayed-events job after every event
+            # while delayed events are off (~7 %); see filtercheck.py and delayedevents.py.
+            {"module": FILTER_CHECK_MODULE, "config": {}},
+            {"module": DELAYED_EVENTS_MODULE, "config": {}},
             # On SQLite: one fsync per write transaction was the biggest cost of a message,
             # and handing every transaction to the database thread and back the next
             # (bench/bus.py); see realms/herald/sqlitesync.py and sqliteinline.py.

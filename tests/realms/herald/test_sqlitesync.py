@@ -13,7 +13,9 @@ from synapse.storage.engines import Sqlite3Engine, create_engine
 from bearpit.env import DatabaseURL
 from realms.herald import sqlitesync
 from realms.herald.config import (
+    DELAYED_EVENTS_MODULE,
     EVENT_SCHEMAS_MODULE,
+    FILTER_CHECK_MODULE,
     GATE_MODULE,
     SQLITE_INLINE_MODULE,
     SQLITE_SYNC_MODULE,
@@ -53,6 +55,8 @@ def test_only_a_sqlite_homeserver_loads_the_sqlite_modules(tmp_path: Path) -> No
     assert _modules(base) == [
         GATE_MODULE,
         EVENT_SCHEMAS_MODULE,
+        FILTER_CHECK_MODULE,
+        DELAYED_EVENTS_MODULE,
         SQLITE_SYNC_MODULE,
         SQLITE_INLINE_MODULE,
     ]
@@ -65,7 +69,12 @@ def test_only_a_sqlite_homeserver_loads_the_sqlite_modules(tmp_path: Path) -> No
         database=DatabaseURL(engine="django.db.backends.postgresql", name="bp", host="h"),
     )
     write_config(on_postgres)
-    assert _modules(on_postgres) == [GATE_MODULE, EVENT_SCHEMAS_MODULE]
+    assert _modules(on_postgres) == [
+        GATE_MODULE,
+        EVENT_SCHEMAS_MODULE,
+        FILTER_CHECK_MODULE,
+        DELAYED_EVENTS_MODULE,
+    ]
 
 
 @pytest.mark.timeout(30)
