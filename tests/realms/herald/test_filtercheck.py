@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from synapse.api import filtering
 from synapse.api.presence import UserPresenceState
-from synapse.api.room_versions import RoomVersions
+from synapse.api.room_versions import RoomVersion, RoomVersions
 from synapse.events import make_event_from_dict
 
 from realms.herald.filtercheck import SYNAPSE_CHECK, FilterCheck
@@ -84,41 +84,56 @@ fields = st.fixed_dictionaries(
     optional={
         "room_id": st.sampled_from(ROOMS),
         "sender": st.one_of(st.sampled_from(SENDERS), st.just("")),
-        "type": st.sampled_from(["m.room.message", "m.room.member", "m.reaction", "y"]),
+        "type": st.sampled_from(
+            ["m.room.message", "m.room.member", "m.room.create", "m.reaction", "y"]
+        ),
         "content": st.one_of(contents, st.just(["not", "a", "mapping"]), st.none()),
     },
 )
 
 
-def _as_event(raw: dict[str, Any]) -> Any:
-    """A real Synapse event with the same fields (events always have all four)."""
+def _as_event(raw: dict[str, Any], version: RoomVersion = RoomVersions.V10) -> Any:
+    """A real Synapse event with the same fields (an event always has its type, sender and
+    content, and its room id unless it creates a room whose version derives the id)."""
     content = raw.get("content")
-    return make_event_from_dict(
-        {
-            "type": raw.get("type", "m.room.message"),
-            "room_id": raw.get("room_id", ROOMS[0]),
-            "sender": raw.get("sender") or SENDERS[0],
-            "content": content if isinstance(content, dict) else {},
-            "auth_events": [],
-            "prev_events": [],
-            "depth": 1,
-            "origin_server_ts": 0,
-            "hashes": {"sha256": "x"},
-            "signatures": {},
-        },
-        RoomVersions.V10,
-    )
+    event_type = raw.get("type", "m.room.message")
+    fields = {
+        "type": event_type,
+        "room_id": raw.get("room_id", ROOMS[0]),
+        "sender": raw.get("sender") or SENDERS[0],
+        "content": content if isinstance(content, dict) else {},
+        "auth_events": [],
+        "prev_events": [],
+        "depth": 1,
+        "origin_server_ts": 0,
+        "hashes": {"sha256": "x"},
+        "signatures": {},
+    }
+    if event_type == "m.room.create":
+        fields["state_key"] = ""
+        if version.msc4291_room_ids_as_hashes:
+            del fields["room_id"]
+    return make_event_from_dict(fields, version)
 
 
 @settings(max_examples=1500, deadline=None)
-@given(filter_json=filters, raw=fields, relation_filters=st.booleans(), as_event=st.booleans())
+@given(
+    filter_json=filters,
+    raw=fields,
+    relation_filters=st.booleans(),
+    version=st.sampled_from([None, RoomVersions.V10, RoomVersions.V11, RoomVersions.V12]),
+)
 def test_an_event_is_kept_exactly_when_synapse_keeps_it(
-    filter_json: dict[str, Any], raw: dict[str, Any], relation_filters: bool, as_event: bool
+    filter_json: dict[str, Any],
+    raw: dict[str, Any],
+    relation_filters: bool,
+    version: RoomVersion | None,
 ) -> None:
     FilterCheck.parse_config({})
     synapse_check = getattr(filtering.Filter, SYNAPSE_CHECK)
     sync_filter = filtering.Filter(_homeserver(relation_filters), filter_json)
-    event = _as_event(raw) if as_event else raw
+    # None: a plain mapping, as account data and ephemeral events reach a filter.
+    event = raw if version is None else _as_event(raw, version)
     assert sync_filter._check(event) == synapse_check(sync_filter, event)
 
 
@@ -129,6 +144,17 @@ def test_the_runtime_filter_keeps_messages_and_drops_the_rest() -> None:
     member = _as_event({"type": "m.room.member", "content": {"membership": "join"}})
     assert timeline._check(message) is True
     assert timeline._check(member) is False
+
+
+def test_a_room_version_12_create_event_is_judged_by_the_room_id_it_carries() -> None:
+    # The event has no room id of its own; its room's id is derived from it.
+    create = _as_event({"type": "m.room.create", "content": {}}, RoomVersions.V12)
+    FilterCheck.parse_config({})
+    synapse_check = getattr(filtering.Filter, SYNAPSE_CHECK)
+    for filter_json in ({"rooms": [create.room_id]}, {"not_rooms": [create.room_id]}):
+        sync_filter = filtering.Filter(_homeserver(False), filter_json)
+        assert sync_filter._check(create) == synapse_check(sync_filter, create)
+    assert filtering.Filter(_homeserver(False), {"rooms": [create.room_id]})._check(create) is False
 
 
 def test_presence_takes_synapses_own_path() -> None:
