@@ -8,13 +8,13 @@ field's allowed and disallowed values up by name and maps the closures over them
 that was ~6 % of the homeserver's time (``bench/bus.py``, py-spy), though the runtime's
 filter only names event types.
 
-Here the same checks are written out, reading an event's fields through its properties
-rather than ``get()`` (the event is a Rust object, whose ``get()`` converts the field
-each time): the same fields in the same order (rooms, senders,
+Here the same checks are written out: the same fields in the same order (rooms, senders,
 types, labels, relation types, then ``contains_url``), each value compared with the same
-expression, so an event is kept exactly when Synapse would keep it. The event's relation is
-only parsed when the filter names relation types (parsing it has no effect of its own).
-Presence states take Synapse's own path.
+expression, so an event is kept exactly when Synapse would keep it. An event's fields are
+read through its properties rather than ``get()``: the event is a Rust object, whose
+``get()`` converts the field anew each time. The event's relation is only parsed when the
+filter names relation types (parsing it has no effect of its own). Presence states take
+Synapse's own path.
 
 Synapse imports this module in its own process: it must not import Django.
 """
