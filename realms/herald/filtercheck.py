@@ -84,8 +84,13 @@ def _check(self: filtering.Filter, event: Any, presence_check: Any) -> bool:
     for v in self.not_types:
         if wildcard(ev_type, v):
             return False
-    if self.types is not None and not any(wildcard(ev_type, v) for v in self.types):
-        return False
+    if self.types is not None:
+        # The runtime's timeline filter lists types: a loop here too, as in _allowed.
+        for v in self.types:
+            if wildcard(ev_type, v):
+                break
+        else:
+            return False
 
     if self.not_labels or self.labels is not None:
         labels = content.get(_LABELS, [])
