@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from tests.fixtures import sqlitefile as _sqlitefile
 from tests.fixtures import worker as _worker
 
 # Its own BEARPIT_HOME and sandbox uid block per test process (pytest-xdist workers too).
@@ -33,5 +34,8 @@ if POSTGRES_ANSWERS:
     }
 # A file, not ":memory:", so servers the tests start in threads or subprocesses
 # (gateway, application-service endpoint, realmtools) see the same test database.
-DATABASES["default"]["TEST"] = {"NAME": str(BEARPIT_HOME / "test-db.sqlite3")}  # noqa: F405
+_TEST_DATABASE = str(BEARPIT_HOME / "test-db.sqlite3")  # noqa: F405
+DATABASES["default"]["TEST"] = {"NAME": _TEST_DATABASE}  # noqa: F405
+# Only SQLite opens that file in a test process (tests/fixtures/sqlitefile.py says why).
+_sqlitefile.refuse_opening(_TEST_DATABASE)
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -33,6 +33,7 @@ from ledger.services.credentials import (
     rotate_credential,
 )
 from tests.conftest import REPO
+from tests.fixtures.sqlitefile import read_from_another_process
 from tests.ledger.conftest import UPSTREAM_SECRET, mint, settled
 from tests.ledger.fake_upstream import FakeUpstream
 
@@ -163,9 +164,7 @@ def test_a_raw_key_is_nowhere_but_the_provider(
             cur.execute(f"SELECT * FROM {table}")  # noqa: S608 - fixed table names
             outputs.append(repr(cur.fetchall()))
     db_file = Path(connection.settings_dict["NAME"])
-    raw_db = db_file.read_bytes() + (
-        Path(f"{db_file}-wal").read_bytes() if Path(f"{db_file}-wal").exists() else b""
-    )
+    raw_db = read_from_another_process(db_file) + read_from_another_process(f"{db_file}-wal")
 
     assert Event.objects.filter(realm_id="r-custody", kind="spend").exists()
     for raw in (UPSTREAM_SECRET, PIPED_SECRET, ROTATED_SECRET, *secrets):
