@@ -31,7 +31,8 @@ delay them. The last line is one JSON object.
     uv run --group bench python bench/bus.py [--agents 20] [--messages 2000] [--rate 4]
                                [--saturation-messages 400]
 
-Runs in a throw-away BEARPIT_HOME unless one is given in the environment.
+Runs in a throw-away BEARPIT_HOME, removed at the end, unless one is given in the
+environment.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ import os
 import secrets
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
@@ -55,10 +55,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("BEARPIT_HOME", tempfile.mkdtemp(prefix="bearpit-bench-"))
+from bench.home import throwaway_home
+
+throwaway_home()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bearpit.settings")
 
-import django
+import django  # noqa: E402
 
 django.setup()
 

@@ -35,7 +35,8 @@ homeserver's acknowledgement p50 68 ms / p95 319 ms, acknowledgement → websock
 
     uv run python bench/console.py [--agents 20] [--messages 200] [--rate 4] [--history 5000]
 
-Runs in a throw-away BEARPIT_HOME unless one is given in the environment.
+Runs in a throw-away BEARPIT_HOME, removed at the end, unless one is given in the
+environment.
 """
 
 from __future__ import annotations
@@ -47,14 +48,15 @@ import os
 import secrets
 import socket
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("BEARPIT_HOME", tempfile.mkdtemp(prefix="bearpit-bench-"))
+from bench.home import throwaway_home
+
+throwaway_home()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bearpit.settings")
 
 

@@ -26,13 +26,14 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.home import throwaway_home  # noqa: E402
 
 IMPORT_PROBE = """
 import resource, sys, time
@@ -141,8 +142,7 @@ def main() -> None:
         seconds, mb = import_cost("httpx" if name == "ours" else module, args.imports)
         result[name] = {"import_s": round(seconds, 4), "import_rss_mb": round(mb, 1)}
 
-    home = Path(tempfile.mkdtemp(prefix="bearpit-bench-"))
-    _setup_django(home)
+    _setup_django(Path(throwaway_home()))
     from django.conf import settings
     from django.core.management import call_command
 
