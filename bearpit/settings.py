@@ -390,8 +390,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"expected_misses": {"()": "realms.herald.logfilters.ExpectedQueryMisses"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
+        "django.request": {"filters": ["expected_misses"]},
         "bearpit": {"level": "INFO"},
         "realms": {"level": "INFO"},
         "ledger": {"level": "INFO"},

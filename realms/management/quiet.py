@@ -2,9 +2,10 @@
 
 The platform logs at INFO for operators of a long-running deployment; in a terminal those
 lines (every tool call, every bus set-up) bury the one line per phase the command prints.
-At the default verbosity only warnings and errors of the platform's own loggers show, and a
-404 the application-service endpoint answers on purpose (the homeserver asking about an
-alias nobody registered) is not a warning worth a line. ``-v 2`` brings everything back.
+At the default verbosity only warnings and errors of the platform's own loggers show, and
+refused requests (the server log's 4xx warnings) only at ``-v 2``, which brings everything
+back. (The 404s the application-service endpoint answers on purpose are left out of every
+log: realms/herald/logfilters.py.)
 """
 
 from __future__ import annotations
