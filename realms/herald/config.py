@@ -215,7 +215,11 @@ def _log_config(config: HomeserverConfig) -> str:
                 "encoding": "utf8",
             }
         },
-        "loggers": {"synapse.storage.SQL": {"level": "WARNING"}},
+        "filters": {"per_listener": {"()": "realms.herald.logfilters.ClientApiPerListener"}},
+        "loggers": {
+            "synapse.storage.SQL": {"level": "WARNING"},
+            "synapse.util.metrics": {"filters": ["per_listener"]},
+        },
         "root": {"level": "WARNING", "handlers": ["file"]},
         "disable_existing_loggers": False,
     }
