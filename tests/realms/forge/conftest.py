@@ -119,12 +119,19 @@ def start(realm_id: str, requests: list[AgentSandboxRequest], **kwargs: Any) -> 
 
 
 def wait_for_file(path: Path, timeout: float = 30.0, done: str | None = None) -> str:
+    """The file's text once it holds ``done``, or, without ``done``, once it is written: not
+    empty, and the same on two reads a poll apart. A probe's ``open(p, "w").write(x)``
+    creates the file before it writes, so a read in between finds it empty."""
     deadline = time.monotonic() + timeout
+    last: str | None = None
     while time.monotonic() < deadline:
         if path.exists():
             text = path.read_text(encoding="utf-8", errors="replace")
-            if done is None or done in text:
+            if done is not None and done in text:
                 return text
+            if done is None and text and text == last:
+                return text
+            last = text
         time.sleep(0.05)
     raise AssertionError(f"{path} did not appear (with {done!r}) within {timeout} s")
 
